@@ -1,0 +1,43 @@
+# trainwatch — the two commands (see README.md): `make run` and `make test`.
+BUILD_DIR ?= build
+BUILD_TYPE ?= Release
+DATA_DIR ?= ./data
+LISTEN ?= 127.0.0.1:8080
+DEMO ?= 1
+JOBS ?= $(shell nproc)
+PYTHON ?= /usr/bin/python3
+
+.PHONY: all deps configure build run test test-cpp test-integration bench clean
+
+all: build
+
+deps:
+	./scripts/install-deps.sh
+
+configure: deps
+	@if [ ! -f $(BUILD_DIR)/build.ninja ]; then \
+	  cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
+	    -DPython3_EXECUTABLE=$(PYTHON); \
+	fi
+
+build: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+run: build
+	./scripts/run.sh $(BUILD_DIR)/bin/trainwatch "$(DATA_DIR)" "$(LISTEN)" "$(DEMO)"
+
+test: build
+	./scripts/test.sh $(BUILD_DIR)
+
+test-cpp: build
+	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+
+test-integration: build
+	TRAINWATCH_BIN=$(abspath $(BUILD_DIR))/bin/trainwatch $(PYTHON) -m pytest -q tests/integration
+
+# Long-running benchmarks; they print figures (see bench/README.md).
+bench: build
+	./bench/run_all.sh $(BUILD_DIR)
+
+clean:
+	rm -rf $(BUILD_DIR)

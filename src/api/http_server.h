@@ -1,0 +1,105 @@
+// HttpServer: HTTP/1.1 and WebSocket on Boost.Beast, behind a small interface of our own so that the
+// rest of the code base never includes Beast (it is slow to compile). Routes are exact paths.
+//
+// Handlers run on the server's I/O threads and must not block; a handler answers through the
+// Responder, at once or later from any thread. Oversized bodies, malformed requests, slow clients
+// (timeouts) and too many connections get a clear HTTP error, and never disturb other connections.
+// Thread-safe after Start().
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/logging.h"
+#include "common/metrics_registry.h"
+#include "common/status.h"
+
+namespace trainwatch::api {
+
+struct HttpRequest {
+  std::string method;  // "GET", "POST", ...
+  std::string path;    // without the query string, percent-decoded
+  std::multimap<std::string, std::string> query;  // decoded parameters
+  std::map<std::string, std::string> headers;     // lower-case names
+  std::string body;
+  std::string remote;
+
+  // The first value of a query parameter, or `fallback`.
+  std::string Param(const std::string& name, const std::string& fallback = "") const;
+  std::vector<std::string> Params(const std::string& name) const;
+  std::string Header(const std::string& lower_name) const;
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+
+  static HttpResponse Json(int status, std::string body);
+  // {"error": message} with the given status.
+  static HttpResponse Error(int status, const std::string& message);
+};
+
+// Answers a request exactly once; callable from any thread.
+using Responder = std::function<void(HttpResponse)>;
+using HttpHandler = std::function<void(HttpRequest&&, Responder)>;
+
+// One WebSocket connection, as handlers see it. Thread-safe.
+class WebSocketPeer {
+ public:
+  virtual ~WebSocketPeer() = default;
+  // Queues a text message. A peer that falls too far behind is disconnected rather than allowed to
+  // hold unbounded memory.
+  virtual void Send(std::string text) = 0;
+  virtual void Close() = 0;
+  virtual uint64_t id() const = 0;
+};
+
+struct WebSocketHandler {
+  std::function<void(std::shared_ptr<WebSocketPeer>)> on_open;
+  std::function<void(const std::shared_ptr<WebSocketPeer>&, std::string_view)> on_message;
+  std::function<void(const std::shared_ptr<WebSocketPeer>&)> on_close;
+};
+
+struct HttpServerOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 8080;  // 0 picks a free port
+  int threads = 2;
+  uint64_t max_body_bytes = 64ull << 20;
+  int max_connections = 1024;
+  int read_timeout_seconds = 60;
+  size_t max_websocket_queue_bytes = 16 << 20;
+  // When set, every request but GET /healthz must carry `Authorization: Bearer <api_key>` (browsers'
+  // WebSockets may pass it as the `key` query parameter instead).
+  std::string api_key;
+};
+
+class HttpServer {
+ public:
+  HttpServer(HttpServerOptions options, Logger& logger, MetricsRegistry& metrics);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Register before Start().
+  void Route(const std::string& method, const std::string& path, HttpHandler handler);
+  void WebSocket(const std::string& path, WebSocketHandler handler);
+
+  // Binds and starts serving; fails clearly when the address is taken.
+  Status Start();
+  uint16_t port() const;
+  // Stops accepting, closes every connection, joins the threads.
+  void Stop();
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace trainwatch::api

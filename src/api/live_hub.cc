@@ -1,0 +1,110 @@
+#include "api/live_hub.h"
+
+#include <nlohmann/json.hpp>
+
+#include "api/json_writer.h"
+
+namespace trainwatch::api {
+
+LiveHub::LiveHub(MetricsRegistry& metrics)
+    : messages_(metrics.AddCounter("trainwatch_live_messages_total",
+                                   "Messages pushed to live subscribers.")) {
+  metrics.AddGauge("trainwatch_live_subscribers", "Open live WebSocket connections.",
+                   [this] { return static_cast<double>(subscribers()); });
+}
+
+size_t LiveHub::subscribers() const {
+  std::lock_guard lock(mu_);
+  return subs_.size();
+}
+
+WebSocketHandler LiveHub::Handler() {
+  WebSocketHandler handler;
+  handler.on_open = [this](std::shared_ptr<WebSocketPeer> peer) {
+    std::lock_guard lock(mu_);
+    subs_[peer->id()].peer = std::move(peer);
+  };
+  handler.on_message = [this](const std::shared_ptr<WebSocketPeer>& peer, std::string_view text) {
+    OnMessage(peer, text);
+  };
+  handler.on_close = [this](const std::shared_ptr<WebSocketPeer>& peer) {
+    std::lock_guard lock(mu_);
+    subs_.erase(peer->id());
+  };
+  return handler;
+}
+
+void LiveHub::OnMessage(const std::shared_ptr<WebSocketPeer>& peer, std::string_view text) {
+  nlohmann::json msg = nlohmann::json::parse(text, nullptr, false);
+  auto reply_error = [&](const std::string& why) {
+    peer->Send(nlohmann::json{{"type", "error"}, {"error", why}}.dump());
+  };
+  if (msg.is_discarded() || !msg.is_object() || !msg.contains("subscribe") ||
+      !msg["subscribe"].is_object()) {
+    reply_error("expected {\"subscribe\": {\"project\": ..., \"runs\": [...], \"metrics\": [...]}}");
+    return;
+  }
+  const nlohmann::json& sub = msg["subscribe"];
+  Subscription next;
+  next.peer = peer;
+  next.subscribed = true;
+  try {
+    if (sub.contains("project")) {
+      next.all_projects = false;
+      next.project = sub["project"].get<std::string>();
+    }
+    if (sub.contains("runs")) next.runs = sub["runs"].get<std::set<std::string>>();
+    if (sub.contains("metrics")) next.metrics = sub["metrics"].get<std::set<std::string>>();
+  } catch (const nlohmann::json::exception&) {
+    reply_error("subscribe: project must be a string, runs and metrics arrays of strings");
+    return;
+  }
+  {
+    std::lock_guard lock(mu_);
+    subs_[peer->id()] = std::move(next);
+  }
+  peer->Send(R"({"type":"subscribed"})");
+}
+
+void LiveHub::Publish(const v1::WriteRequest& request) {
+  std::lock_guard lock(mu_);
+  if (subs_.empty()) return;
+  for (auto& [id, sub] : subs_) {
+    if (!sub.subscribed) continue;
+    for (const v1::RunBatch& batch : request.runs()) {
+      if (!sub.all_projects && batch.project() != sub.project) continue;
+      if (!sub.runs.empty() && !sub.runs.count(batch.run())) continue;
+      std::string out = R"({"type":"points","project":)";
+      AppendString(&out, batch.project());
+      out += R"(,"run":)";
+      AppendString(&out, batch.run());
+      out += R"(,"metrics":{)";
+      bool any = false;
+      for (const v1::MetricColumn& column : batch.metrics()) {
+        if (!sub.metrics.empty() && !sub.metrics.count(column.name())) continue;
+        if (any) out.push_back(',');
+        any = true;
+        AppendString(&out, column.name());
+        out += ":[";
+        for (int i = 0; i < column.values_size(); ++i) {
+          int row = column.rows_size() ? static_cast<int>(column.rows(i)) : i;
+          if (i) out.push_back(',');
+          out.push_back('[');
+          AppendInt(&out, batch.steps(row));
+          out.push_back(',');
+          AppendNumber(&out, batch.times(row), NonFinite::kStrings);
+          out.push_back(',');
+          AppendNumber(&out, column.values(i), NonFinite::kStrings);
+          out.push_back(']');
+        }
+        out.push_back(']');
+      }
+      out += "}}";
+      if (!any) continue;
+      sub.peer->Send(std::move(out));
+      messages_.Add();
+    }
+  }
+}
+
+}  // namespace trainwatch::api

@@ -1,0 +1,49 @@
+// LiveHub: fans committed points out to WebSocket subscribers.
+//
+// Protocol (docs/api.md): the client sends
+//   {"subscribe": {"project": "p", "runs": ["r1"], "metrics": ["loss"]}}
+// (empty or missing lists mean everything in the project; a missing project means every project) and
+// receives, for every committed write that matches,
+//   {"type": "points", "project": "p", "run": "r1", "metrics": {"loss": [[step, time, value], ...]}}
+// Alerts will use the same channel. Thread-safe.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <unordered_map>
+
+#include "api/http_server.h"
+#include "trainwatch/v1/ingest.pb.h"
+
+namespace trainwatch::api {
+
+class LiveHub {
+ public:
+  explicit LiveHub(MetricsRegistry& metrics);
+  LiveHub(const LiveHub&) = delete;
+  LiveHub& operator=(const LiveHub&) = delete;
+
+  // The handler to register at the WebSocket path.
+  WebSocketHandler Handler();
+  // Called by the engine after each committed write; never blocks on a subscriber.
+  void Publish(const v1::WriteRequest& request);
+  size_t subscribers() const;
+
+ private:
+  struct Subscription {
+    std::shared_ptr<WebSocketPeer> peer;
+    bool subscribed = false;
+    bool all_projects = true;
+    std::string project;
+    std::set<std::string> runs, metrics;
+  };
+  void OnMessage(const std::shared_ptr<WebSocketPeer>& peer, std::string_view text);
+
+  mutable std::mutex mu_;
+  std::unordered_map<uint64_t, Subscription> subs_;  // GUARDED_BY(mu_)
+  Counter& messages_;
+};
+
+}  // namespace trainwatch::api

@@ -1,0 +1,386 @@
+// GET /api/v1/runs, /api/v1/run, /api/v1/metrics, /api/v1/series, /api/v1/series/superseded,
+// /api/v1/export.
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <map>
+
+#include "api/json_writer.h"
+#include "api/routes.h"
+#include "api/run_search.h"
+
+namespace trainwatch::api {
+namespace {
+
+constexpr uint32_t kMaxBuckets = 100'000;
+constexpr size_t kMaxRunsPerPage = 10'000;
+constexpr size_t kMaxSeriesPerQuery = 1'000;
+
+bool ParseInt(const std::string& text, int64_t* out) {
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
+  return ec == std::errc() && ptr == text.data() + text.size();
+}
+
+bool ParseDouble(const std::string& text, double* out) {
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
+  return ec == std::errc() && ptr == text.data() + text.size() && std::isfinite(*out);
+}
+
+std::vector<std::string> SplitComma(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    std::string part = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!part.empty()) out.push_back(part);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+void AppendPoint(std::string* out, const storage::Point& p) {
+  out->push_back('[');
+  AppendInt(out, p.step);
+  out->push_back(',');
+  AppendNumber(out, p.time, NonFinite::kStrings);
+  out->push_back(',');
+  AppendNumber(out, p.value, NonFinite::kStrings);
+  out->push_back(']');
+}
+
+void AppendLatest(std::string* out, const std::map<std::string, storage::Point>& latest) {
+  out->push_back('{');
+  bool first = true;
+  for (const auto& [name, p] : latest) {
+    if (!first) out->push_back(',');
+    first = false;
+    AppendString(out, name);
+    *out += ":{\"step\":";
+    AppendInt(out, p.step);
+    *out += ",\"time\":";
+    AppendNumber(out, p.time, NonFinite::kStrings);
+    *out += ",\"value\":";
+    AppendNumber(out, p.value, NonFinite::kStrings);
+    out->push_back('}');
+  }
+  out->push_back('}');
+}
+
+std::string RunJson(const storage::RunInfo& info) { return info.ToJson().dump(); }
+
+void HandleRuns(ApiContext& ctx, HttpRequest&& req, Responder respond) {
+  RunQuery query;
+  query.project = req.Param("project");
+  query.name_regex = req.Param("q");
+  query.tags = req.Params("tag");
+  query.status = req.Param("status");
+  query.group = req.Param("group");
+  query.sort = req.Param("sort", query.sort);
+  query.latest = SplitComma(req.Param("latest"));
+  for (const auto& [key, value] : req.query) {
+    if (key.starts_with("config.")) query.config[key.substr(7)] = value;
+  }
+  int64_t n;
+  if (std::string v = req.Param("limit"); !v.empty()) {
+    if (!ParseInt(v, &n) || n < 0) return respond(HttpResponse::Error(400, "limit must be a non-negative integer"));
+    query.limit = std::min<size_t>(n, kMaxRunsPerPage);
+  }
+  if (std::string v = req.Param("offset"); !v.empty()) {
+    if (!ParseInt(v, &n) || n < 0) return respond(HttpResponse::Error(400, "offset must be a non-negative integer"));
+    query.offset = n;
+  }
+  Result<RunPage> page = SearchRuns(ctx.engine, query);
+  if (!page.ok()) return respond(HttpResponse::Error(HttpStatusOf(page.status()), page.status().message()));
+  std::string body = "{\"total\":" + std::to_string(page->total) + ",\"offset\":" +
+                     std::to_string(query.offset) + ",\"limit\":" + std::to_string(query.limit) +
+                     ",\"runs\":[";
+  for (size_t i = 0; i < page->rows.size(); ++i) {
+    if (i) body.push_back(',');
+    std::string run = RunJson(page->rows[i].info);
+    run.pop_back();  // reopen the object to add "latest"
+    body += run + ",\"latest\":";
+    AppendLatest(&body, page->rows[i].latest);
+    body.push_back('}');
+  }
+  body += "]}\n";
+  respond(HttpResponse::Json(200, std::move(body)));
+}
+
+std::string MetricsJson(const std::vector<storage::MetricInfo>& metrics) {
+  std::string body = "[";
+  for (size_t i = 0; i < metrics.size(); ++i) {
+    const storage::MetricInfo& m = metrics[i];
+    if (i) body.push_back(',');
+    body += "{\"name\":";
+    AppendString(&body, m.name);
+    body += ",\"kind\":\"" + m.kind + "\",\"count\":" + std::to_string(m.count) +
+            ",\"first_step\":" + std::to_string(m.first_step) +
+            ",\"last_step\":" + std::to_string(m.last_step) +
+            ",\"timelines\":" + std::to_string(m.timelines) + ",\"latest\":";
+    if (m.has_latest) {
+      AppendPoint(&body, m.latest);
+    } else {
+      body += "null";
+    }
+    body.push_back('}');
+  }
+  body.push_back(']');
+  return body;
+}
+
+bool RequireRun(ApiContext& ctx, const HttpRequest& req, const Responder& respond,
+                storage::RunInfo* info) {
+  std::string run = req.Param("run");
+  if (run.empty()) {
+    respond(HttpResponse::Error(400, "query parameter 'run' is required"));
+    return false;
+  }
+  std::string project = req.Param("project", "default");
+  auto found = ctx.engine.GetRun(project, run);
+  if (!found) {
+    respond(HttpResponse::Error(404, "no run '" + run + "' in project '" + project + "'"));
+    return false;
+  }
+  *info = std::move(*found);
+  return true;
+}
+
+void HandleRun(ApiContext& ctx, HttpRequest&& req, Responder respond) {
+  storage::RunInfo info;
+  if (!RequireRun(ctx, req, respond, &info)) return;
+  std::string body = RunJson(info);
+  body.pop_back();
+  body += ",\"metrics\":" + MetricsJson(ctx.engine.ListMetrics(info.project, info.id)) + "}\n";
+  respond(HttpResponse::Json(200, std::move(body)));
+}
+
+void HandleMetrics(ApiContext& ctx, HttpRequest&& req, Responder respond) {
+  storage::RunInfo info;
+  if (!RequireRun(ctx, req, respond, &info)) return;
+  respond(HttpResponse::Json(200, MetricsJson(ctx.engine.ListMetrics(info.project, info.id)) + "\n"));
+}
+
+bool ParseAxis(const std::string& text, storage::XAxis* axis) {
+  if (text == "step" || text.empty()) *axis = storage::XAxis::kStep;
+  else if (text == "time") *axis = storage::XAxis::kWallTime;
+  else if (text == "relative") *axis = storage::XAxis::kRelativeTime;
+  else return false;
+  return true;
+}
+
+// GET /api/v1/series?project=P&run=R1&run=R2&metric=M[&x=step|time|relative][&from=&to=][&buckets=N]
+void HandleSeries(ApiContext& ctx, HttpRequest&& req, Responder respond) {
+  std::string project = req.Param("project", "default");
+  std::vector<std::string> runs = req.Params("run");
+  std::string metric = req.Param("metric");
+  if (runs.empty() || metric.empty()) {
+    return respond(HttpResponse::Error(400, "query parameters 'run' (one or more) and 'metric' are required"));
+  }
+  if (runs.size() > kMaxSeriesPerQuery) return respond(HttpResponse::Error(400, "too many runs in one query"));
+  std::string x_text = req.Param("x", "step");
+  storage::XAxis axis;
+  if (!ParseAxis(x_text, &axis)) return respond(HttpResponse::Error(400, "x must be step, time or relative"));
+  double from = -INFINITY, to = INFINITY;
+  if (std::string v = req.Param("from"); !v.empty() && !ParseDouble(v, &from)) {
+    return respond(HttpResponse::Error(400, "from must be a finite number"));
+  }
+  if (std::string v = req.Param("to"); !v.empty() && !ParseDouble(v, &to)) {
+    return respond(HttpResponse::Error(400, "to must be a finite number"));
+  }
+  int64_t buckets = 0;
+  if (std::string v = req.Param("buckets"); !v.empty()) {
+    if (!ParseInt(v, &buckets) || buckets < 1 || buckets > kMaxBuckets) {
+      return respond(HttpResponse::Error(400, "buckets must be an integer from 1 to " + std::to_string(kMaxBuckets)));
+    }
+  }
+  std::string body = "{\"metric\":";
+  AppendString(&body, metric);
+  body += ",\"x\":\"" + x_text + "\"";
+  if (buckets == 0) {
+    body += ",\"series\":[";
+    for (size_t i = 0; i < runs.size(); ++i) {
+      std::vector<storage::Point> points;
+      storage::SeriesReadOptions options;
+      if (axis == storage::XAxis::kStep) {
+        options.from_step = std::isfinite(from) ? static_cast<int64_t>(std::ceil(from)) : options.from_step;
+        options.to_step = std::isfinite(to) ? static_cast<int64_t>(std::floor(to)) : options.to_step;
+      }
+      Status s = ctx.engine.ReadSeries({project, runs[i], metric}, options, &points);
+      if (i) body.push_back(',');
+      body += "{\"run\":";
+      AppendString(&body, runs[i]);
+      if (!s.ok()) {
+        body += ",\"error\":";
+        AppendString(&body, s.message());
+        body += ",\"points\":[]}";
+        continue;
+      }
+      double origin = 0;
+      if (axis == storage::XAxis::kRelativeTime) {
+        if (auto run = ctx.engine.GetRun(project, runs[i])) origin = run->start_time;
+      }
+      body += ",\"points\":[";
+      bool first = true;
+      for (const storage::Point& p : points) {
+        if (axis != storage::XAxis::kStep) {
+          double x = p.time - origin;
+          if (x < from || x > to) continue;
+        }
+        if (!first) body.push_back(',');
+        first = false;
+        AppendPoint(&body, p);
+      }
+      body += "]}";
+    }
+    body += "]}\n";
+    return respond(HttpResponse::Json(200, std::move(body)));
+  }
+
+  // One grid for all runs: the requested range, else the union of their ranges.
+  storage::BucketGrid grid;
+  grid.count = static_cast<uint32_t>(buckets);
+  double lo = INFINITY, hi = -INFINITY;
+  for (const std::string& run : runs) {
+    double a, b;
+    if (ctx.engine.XRange({project, run, metric}, axis, &a, &b).ok()) {
+      lo = std::min(lo, a);
+      hi = std::max(hi, b);
+    }
+  }
+  grid.from = std::isfinite(from) ? from : (std::isfinite(lo) ? lo : 0);
+  grid.to = std::isfinite(to) ? to : (std::isfinite(hi) ? hi : grid.from);
+  if (grid.to < grid.from) return respond(HttpResponse::Error(400, "to is below from"));
+  body += ",\"grid\":{\"from\":";
+  AppendNumber(&body, grid.from, NonFinite::kStrings);
+  body += ",\"to\":";
+  AppendNumber(&body, grid.to, NonFinite::kStrings);
+  body += ",\"buckets\":" + std::to_string(grid.count) + ",\"width\":";
+  AppendNumber(&body, grid.Width(), NonFinite::kStrings);
+  body += "},\"series\":[";
+  for (size_t i = 0; i < runs.size(); ++i) {
+    std::vector<storage::Bucket> out;
+    Status s = ctx.engine.Downsample({project, runs[i], metric}, axis, grid, &out);
+    if (i) body.push_back(',');
+    body += "{\"run\":";
+    AppendString(&body, runs[i]);
+    if (!s.ok()) {
+      body += ",\"error\":";
+      AppendString(&body, s.message());
+    }
+    body += ",\"buckets\":[";
+    for (size_t k = 0; k < out.size(); ++k) {
+      const storage::Bucket& b = out[k];
+      if (k) body.push_back(',');
+      body += "{\"i\":" + std::to_string(b.index) + ",\"count\":" + std::to_string(b.count) +
+              ",\"nan_count\":" + std::to_string(b.nan_count) + ",\"min\":";
+      AppendNumber(&body, b.min, NonFinite::kStrings);
+      body += ",\"max\":";
+      AppendNumber(&body, b.max, NonFinite::kStrings);
+      body += ",\"first\":";
+      AppendNumber(&body, b.first, NonFinite::kStrings);
+      body += ",\"last\":";
+      AppendNumber(&body, b.last, NonFinite::kStrings);
+      body += ",\"first_step\":";
+      AppendInt(&body, b.first_step);
+      body += ",\"last_step\":";
+      AppendInt(&body, b.last_step);
+      body += ",\"sum\":";
+      AppendNumber(&body, b.sum, NonFinite::kStrings);
+      body.push_back('}');
+    }
+    body += "]}";
+  }
+  body += "]}\n";
+  respond(HttpResponse::Json(200, std::move(body)));
+}
+
+void HandleSuperseded(ApiContext& ctx, HttpRequest&& req, Responder respond) {
+  storage::RunInfo info;
+  if (!RequireRun(ctx, req, respond, &info)) return;
+  std::string metric = req.Param("metric");
+  if (metric.empty()) return respond(HttpResponse::Error(400, "query parameter 'metric' is required"));
+  std::vector<storage::SupersededPoint> points;
+  Status s = ctx.engine.ReadSuperseded({info.project, info.id, metric}, &points);
+  if (!s.ok()) return respond(HttpResponse::Error(HttpStatusOf(s), s.message()));
+  std::string body = "{\"metric\":";
+  AppendString(&body, metric);
+  body += ",\"points\":[";
+  for (size_t i = 0; i < points.size(); ++i) {
+    if (i) body.push_back(',');
+    body += "{\"timeline\":" + std::to_string(points[i].gen) + ",\"point\":";
+    AppendPoint(&body, points[i].point);
+    body.push_back('}');
+  }
+  body += "]}\n";
+  respond(HttpResponse::Json(200, std::move(body)));
+}
+
+// Every visible point of a run as /api/v1/write lines: one line per (step, time), bit-exact values.
+void HandleExport(ApiContext& ctx, HttpRequest&& req, Responder respond) {
+  storage::RunInfo info;
+  if (!RequireRun(ctx, req, respond, &info)) return;
+  struct Cell {
+    int64_t step;
+    double time;
+    uint32_t metric;
+    double value;
+  };
+  std::vector<storage::MetricInfo> metrics = ctx.engine.ListMetrics(info.project, info.id);
+  std::vector<Cell> cells;
+  for (uint32_t m = 0; m < metrics.size(); ++m) {
+    std::vector<storage::Point> points;
+    Status s = ctx.engine.ReadSeries({info.project, info.id, metrics[m].name}, {}, &points);
+    if (!s.ok()) return respond(HttpResponse::Error(HttpStatusOf(s), s.message()));
+    for (const storage::Point& p : points) cells.push_back({p.step, p.time, m, p.value});
+  }
+  std::stable_sort(cells.begin(), cells.end(), [](const Cell& a, const Cell& b) {
+    if (a.step != b.step) return a.step < b.step;
+    return a.time < b.time;
+  });
+  std::string prefix = "{\"project\":";
+  AppendString(&prefix, info.project);
+  prefix += ",\"run\":";
+  AppendString(&prefix, info.id);
+  prefix += ",\"step\":";
+  std::string body;
+  body.reserve(cells.size() * 24);
+  for (size_t i = 0; i < cells.size();) {
+    size_t j = i;
+    body += prefix;
+    AppendInt(&body, cells[i].step);
+    body += ",\"time\":";
+    AppendNumber(&body, cells[i].time, NonFinite::kBareTokens);
+    body += ",\"metrics\":{";
+    for (; j < cells.size() && cells[j].step == cells[i].step && cells[j].time == cells[i].time; ++j) {
+      if (j > i) body.push_back(',');
+      AppendString(&body, metrics[cells[j].metric].name);
+      body.push_back(':');
+      AppendNumber(&body, cells[j].value, NonFinite::kBareTokens);
+    }
+    body += "}}\n";
+    i = j;
+  }
+  HttpResponse r;
+  r.content_type = "application/x-ndjson";
+  r.body = std::move(body);
+  respond(std::move(r));
+}
+
+}  // namespace
+
+void RegisterQueryRoutes(HttpServer& server, ApiContext& ctx) {
+  auto add = [&](const char* path, void (*fn)(ApiContext&, HttpRequest&&, Responder)) {
+    server.Route("GET", path, [&ctx, fn](HttpRequest&& req, Responder respond) {
+      fn(ctx, std::move(req), std::move(respond));
+    });
+  };
+  add("/api/v1/runs", HandleRuns);
+  add("/api/v1/run", HandleRun);
+  add("/api/v1/metrics", HandleMetrics);
+  add("/api/v1/series", HandleSeries);
+  add("/api/v1/series/superseded", HandleSuperseded);
+  add("/api/v1/export", HandleExport);
+}
+
+}  // namespace trainwatch::api

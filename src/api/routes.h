@@ -1,0 +1,34 @@
+// The REST API: registers every endpoint of docs/api.md on an HttpServer.
+#pragma once
+
+#include "api/http_server.h"
+#include "api/live_hub.h"
+#include "common/metrics_registry.h"
+#include "ingest/ingestor.h"
+#include "storage/engine.h"
+
+namespace trainwatch::api {
+
+// Everything the handlers use; must outlive the server.
+struct ApiContext {
+  storage::Engine& engine;
+  ingest::Ingestor& ingestor;
+  MetricsRegistry& metrics;
+  LiveHub& live;
+};
+
+void RegisterWriteRoutes(HttpServer& server, ApiContext& ctx);  // write_routes.cc
+void RegisterQueryRoutes(HttpServer& server, ApiContext& ctx);  // query_routes.cc
+void RegisterOpsRoutes(HttpServer& server, ApiContext& ctx);    // ops_routes.cc
+
+inline void RegisterRoutes(HttpServer& server, ApiContext& ctx) {
+  RegisterWriteRoutes(server, ctx);
+  RegisterQueryRoutes(server, ctx);
+  RegisterOpsRoutes(server, ctx);
+  server.WebSocket("/api/v1/live", ctx.live.Handler());
+}
+
+// Maps a Status to an HTTP status code.
+int HttpStatusOf(const Status& status);
+
+}  // namespace trainwatch::api

@@ -1,0 +1,93 @@
+#include "ingest/grpc_service.h"
+
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <mutex>
+#include <thread>
+
+namespace trainwatch::ingest {
+namespace {
+
+v1::WriteAck MakeAck(const v1::WriteRequest& request, const IngestResult& result) {
+  v1::WriteAck ack;
+  ack.set_writer_id(request.writer_id());
+  ack.set_sequence(request.sequence());
+  ack.set_points_accepted(result.points_accepted);
+  ack.set_points_rejected(result.points_rejected);
+  ack.set_duplicate(result.duplicate_batch);
+  if (!result.status.ok()) ack.add_errors(result.status.ToString());
+  for (const LineError& e : result.errors) ack.add_errors(e.message);
+  return ack;
+}
+
+}  // namespace
+
+grpc::Status IngestService::Write(grpc::ServerContext* context,
+                                  grpc::ServerReaderWriter<v1::WriteAck, v1::WriteRequest>* stream) {
+  if (!api_key_.empty()) {
+    auto it = context->client_metadata().find("authorization");
+    if (it == context->client_metadata().end() ||
+        std::string_view(it->second.data(), it->second.size()) != "Bearer " + api_key_) {
+      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing or wrong API key");
+    }
+  }
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::future<v1::WriteAck>> pending;  // GUARDED_BY(mu), in arrival order
+  bool reading_done = false;                       // GUARDED_BY(mu)
+  bool failed = false;                             // GUARDED_BY(mu): a durability failure
+
+  // Writes acks in arrival order as each batch completes.
+  std::thread acker([&] {
+    for (;;) {
+      std::future<v1::WriteAck> next;
+      {
+        std::unique_lock lock(mu);
+        cv.wait(lock, [&] { return !pending.empty() || reading_done; });
+        if (pending.empty()) return;
+        next = std::move(pending.front());
+      }
+      v1::WriteAck ack = next.get();
+      bool ok = stream->Write(ack);
+      {
+        std::lock_guard lock(mu);
+        pending.pop_front();
+        if (!ok) failed = true;
+      }
+      cv.notify_all();
+    }
+  });
+
+  v1::WriteRequest request;
+  while (stream->Read(&request)) {
+    {
+      std::unique_lock lock(mu);
+      cv.wait(lock, [&] { return pending.size() < kMaxInFlight || failed; });
+      if (failed) break;
+    }
+    auto promise = std::make_shared<std::promise<v1::WriteAck>>();
+    {
+      std::lock_guard lock(mu);
+      pending.push_back(promise->get_future());
+    }
+    cv.notify_all();
+    v1::WriteRequest header;  // writer id and sequence, kept for the ack
+    header.set_writer_id(request.writer_id());
+    header.set_sequence(request.sequence());
+    ingestor_.WriteProto(std::move(request), [promise, header](IngestResult result) {
+      promise->set_value(MakeAck(header, result));
+    });
+    request.Clear();
+  }
+  {
+    std::lock_guard lock(mu);
+    reading_done = true;
+  }
+  cv.notify_all();
+  acker.join();
+  if (context->IsCancelled()) return grpc::Status::CANCELLED;
+  return grpc::Status::OK;
+}
+
+}  // namespace trainwatch::ingest

@@ -1,0 +1,28 @@
+// IngestService: the gRPC ingest stream (trainwatch.v1.Ingest/Write), the SDK's default transport.
+//
+// Each WriteRequest on a stream is validated and submitted at once; up to kMaxInFlight batches per
+// stream are in flight, and their acks go back in the order the batches came, each once durable.
+#pragma once
+
+#include "ingest/ingestor.h"
+#include "trainwatch/v1/ingest.grpc.pb.h"
+
+namespace trainwatch::ingest {
+
+class IngestService final : public v1::Ingest::Service {
+ public:
+  static constexpr size_t kMaxInFlight = 64;
+
+  // A non-empty api_key must arrive as `authorization: Bearer <key>` metadata.
+  IngestService(Ingestor& ingestor, std::string api_key)
+      : ingestor_(ingestor), api_key_(std::move(api_key)) {}
+
+  grpc::Status Write(grpc::ServerContext* context,
+                     grpc::ServerReaderWriter<v1::WriteAck, v1::WriteRequest>* stream) override;
+
+ private:
+  Ingestor& ingestor_;
+  const std::string api_key_;
+};
+
+}  // namespace trainwatch::ingest

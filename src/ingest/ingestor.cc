@@ -1,0 +1,210 @@
+#include "ingest/ingestor.h"
+
+#include <cmath>
+#include <unordered_set>
+
+#include <nlohmann/json.hpp>
+
+namespace trainwatch::ingest {
+namespace {
+
+uint64_t CountPoints(const v1::RunBatch& batch) {
+  uint64_t n = 0;
+  for (const v1::MetricColumn& c : batch.metrics()) n += c.values_size();
+  return n;
+}
+
+// Checks one run batch of a protobuf write; the first problem found is returned.
+Status ValidateBatch(const v1::RunBatch& batch, const IngestLimits& limits) {
+  TW_RETURN_IF_ERROR(ValidateName("run", batch.run(), limits));
+  if (!batch.project().empty()) TW_RETURN_IF_ERROR(ValidateName("project", batch.project(), limits));
+  const int rows = batch.steps_size();
+  for (int i = 0; i < rows; ++i) {
+    if (batch.steps(i) < 0) {
+      return Status::InvalidArgument("steps[" + std::to_string(i) + "] is negative");
+    }
+  }
+  if (batch.times_size() != 0 && batch.times_size() != rows) {
+    return Status::InvalidArgument("times has " + std::to_string(batch.times_size()) +
+                                   " entries for " + std::to_string(rows) + " steps");
+  }
+  for (int i = 0; i < batch.times_size(); ++i) {
+    if (!std::isfinite(batch.times(i)) || batch.times(i) < 0) {
+      return Status::InvalidArgument("times[" + std::to_string(i) + "] is not a finite, non-negative time");
+    }
+  }
+  std::unordered_set<std::string_view> names;
+  for (int c = 0; c < batch.metrics_size(); ++c) {
+    const v1::MetricColumn& column = batch.metrics(c);
+    std::string where = "metrics[" + std::to_string(c) + "]";
+    TW_RETURN_IF_ERROR(ValidateName("metric", column.name(), limits).WithContext(where));
+    if (!names.insert(column.name()).second) {
+      return Status::InvalidArgument(where + ": metric '" + column.name() + "' appears twice");
+    }
+    if (column.rows_size() == 0) {
+      if (column.values_size() != rows) {
+        return Status::InvalidArgument(where + ": dense column has " +
+                                       std::to_string(column.values_size()) + " values for " +
+                                       std::to_string(rows) + " steps");
+      }
+      continue;
+    }
+    if (column.rows_size() != column.values_size()) {
+      return Status::InvalidArgument(where + ": rows and values differ in length");
+    }
+    for (uint32_t row : column.rows()) {
+      if (row >= static_cast<uint32_t>(rows)) {
+        return Status::InvalidArgument(where + ": row " + std::to_string(row) + " out of range");
+      }
+    }
+  }
+  if (batch.has_metadata()) {
+    const v1::RunMetadata& meta = batch.metadata();
+    if (meta.has_name()) TW_RETURN_IF_ERROR(ValidateName("display", meta.name(), limits));
+    if (meta.has_config_json()) {
+      if (meta.config_json().size() > limits.max_metadata_bytes) {
+        return Status::InvalidArgument("metadata.config_json is too large");
+      }
+      auto j = nlohmann::json::parse(meta.config_json(), nullptr, false);
+      if (j.is_discarded() || !j.is_object()) {
+        return Status::InvalidArgument("metadata.config_json is not a JSON object");
+      }
+    }
+    storage::RunStatus status;
+    if (meta.has_status() && !storage::ParseRunStatus(meta.status(), &status)) {
+      return Status::InvalidArgument("metadata.status '" + meta.status() + "' is not one of running, finished, crashed, stalled");
+    }
+    size_t tag_bytes = 0;
+    for (const std::string& t : meta.tags()) tag_bytes += t.size();
+    if (tag_bytes > limits.max_metadata_bytes || meta.host().size() > limits.max_metadata_bytes ||
+        meta.group().size() > limits.max_metadata_bytes) {
+      return Status::InvalidArgument("metadata is too large");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Ingestor::Ingestor(storage::Engine& engine, Clock& clock, IngestLimits limits,
+                   MetricsRegistry& metrics)
+    : engine_(engine),
+      clock_(clock),
+      limits_(limits),
+      lines_rejected_(metrics.AddCounter("trainwatch_rejected_lines_total",
+                                         "JSON lines rejected as invalid.")),
+      points_rejected_(metrics.AddCounter("trainwatch_rejected_points_total",
+                                          "Points rejected as invalid or over a limit.")),
+      points_received_(metrics.AddCounter("trainwatch_ingested_points_total",
+                                          "Points accepted for storage, all transports.")) {}
+
+void Ingestor::SetRefusal(Status refusal) {
+  std::lock_guard lock(refusal_mu_);
+  refusal_ = std::move(refusal);
+}
+
+void Ingestor::WriteJsonLines(std::string_view body, Done done) {
+  ParsedLines parsed = ParseJsonLines(body, clock_.NowUnixSeconds(), limits_);
+  IngestResult result;
+  result.lines_accepted = parsed.lines_accepted;
+  result.lines_rejected = parsed.errors.size();
+  result.errors = std::move(parsed.errors);
+  lines_rejected_.Add(result.lines_rejected);
+  EnforceSeriesLimits(&parsed.request, &parsed.column_first_line, &result);
+  Submit(std::move(parsed.request), std::move(result), std::move(done));
+}
+
+void Ingestor::WriteProto(v1::WriteRequest request, Done done) {
+  IngestResult result;
+  Normalise(&request, &result);
+  EnforceSeriesLimits(&request, nullptr, &result);
+  Submit(std::move(request), std::move(result), std::move(done));
+}
+
+void Ingestor::Normalise(v1::WriteRequest* request, IngestResult* result) {
+  auto* runs = request->mutable_runs();
+  const double now = clock_.NowUnixSeconds();
+  for (int i = 0; i < runs->size();) {
+    v1::RunBatch& batch = (*runs)[i];
+    Status s = ValidateBatch(batch, limits_);
+    if (!s.ok()) {
+      result->errors.push_back({0, "runs[" + std::to_string(i) + "] (run '" + batch.run() + "'): " + s.message()});
+      result->points_rejected += CountPoints(batch);
+      runs->DeleteSubrange(i, 1);
+      continue;
+    }
+    if (batch.project().empty()) batch.set_project("default");
+    if (batch.times_size() == 0) {
+      for (int r = 0; r < batch.steps_size(); ++r) batch.add_times(now);
+    }
+    ++i;
+  }
+}
+
+void Ingestor::EnforceSeriesLimits(v1::WriteRequest* request,
+                                   const std::vector<std::vector<uint64_t>>* first_lines,
+                                   IngestResult* result) {
+  std::unordered_map<std::string, size_t> added_per_project;
+  for (int b = 0; b < request->runs_size(); ++b) {
+    v1::RunBatch& batch = *request->mutable_runs(b);
+    size_t run_metrics = engine_.MetricCountInRun(batch.project(), batch.run());
+    auto* columns = batch.mutable_metrics();
+    for (int c = 0, original = 0; c < columns->size(); ++original) {
+      const v1::MetricColumn& column = (*columns)[c];
+      if (engine_.SeriesExists({batch.project(), batch.run(), column.name()})) {
+        ++c;
+        continue;
+      }
+      size_t& added = added_per_project[batch.project()];
+      std::string why;
+      if (run_metrics + 1 > limits_.max_metrics_per_run) {
+        why = "run '" + batch.run() + "' already has the maximum of " +
+              std::to_string(limits_.max_metrics_per_run) + " metrics; metric '" + column.name() +
+              "' was not created";
+      } else if (engine_.SeriesCountInProject(batch.project()) + added + 1 > limits_.max_series_per_project) {
+        why = "project '" + batch.project() + "' already has the maximum of " +
+              std::to_string(limits_.max_series_per_project) + " series; metric '" + column.name() +
+              "' was not created";
+      }
+      if (why.empty()) {
+        ++run_metrics;
+        ++added;
+        ++c;
+        continue;
+      }
+      uint64_t line = first_lines ? (*first_lines)[b][original] : 0;
+      result->errors.push_back({line, why});
+      result->points_rejected += column.values_size();
+      columns->DeleteSubrange(c, 1);
+    }
+  }
+}
+
+void Ingestor::Submit(v1::WriteRequest request, IngestResult result, Done done) {
+  {
+    std::lock_guard lock(refusal_mu_);
+    if (!refusal_.ok()) {
+      result.status = refusal_;
+      done(std::move(result));
+      return;
+    }
+  }
+  points_rejected_.Add(result.points_rejected);
+  if (request.runs_size() == 0) {
+    done(std::move(result));
+    return;
+  }
+  engine_.Write(std::move(request), [this, result = std::move(result), done = std::move(done)](
+                                        const Status& status, const storage::WriteOutcome& outcome) mutable {
+    result.status = status;
+    if (status.ok()) {
+      result.duplicate_batch = outcome.duplicate_batch;
+      result.points_accepted = outcome.points_written + outcome.points_unchanged;
+      result.points_unchanged = outcome.points_unchanged;
+      points_received_.Add(result.points_accepted);
+    }
+    done(std::move(result));
+  });
+}
+
+}  // namespace trainwatch::ingest

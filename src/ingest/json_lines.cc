@@ -1,0 +1,299 @@
+#include "ingest/json_lines.h"
+
+#include <cmath>
+#include <map>
+#include <unordered_map>
+
+#include <nlohmann/json.hpp>
+
+#include "ingest/json_scanner.h"
+#include "storage/run_info.h"
+
+namespace trainwatch::ingest {
+namespace {
+
+// One line, parsed and checked, not yet added to the request.
+struct Line {
+  std::string project = "default";
+  std::string run;
+  bool has_step = false;
+  int64_t step = 0;
+  bool has_time = false;
+  double time = 0;
+  std::vector<std::pair<std::string, double>> metrics;
+  bool has_metadata = false;
+  v1::RunMetadata metadata;
+};
+
+// Parses one line into *line; returns false with *error set.
+class LineParser {
+ public:
+  LineParser(std::string_view text, const IngestLimits& limits) : scanner_(text), limits_(limits) {}
+
+  bool Parse(Line* line, std::string* error) {
+    if (!ParseObject(line)) {
+      *error = error_.empty() ? scanner_.error() : error_;
+      return false;
+    }
+    if (!scanner_.AtEnd()) {
+      *error = "unexpected text after the object at byte " + std::to_string(scanner_.offset());
+      return false;
+    }
+    if (line->run.empty()) {
+      *error = "missing field 'run'";
+      return false;
+    }
+    if (!line->metrics.empty() && !line->has_step) {
+      *error = "missing field 'step' (required with 'metrics')";
+      return false;
+    }
+    return true;
+  }
+
+ private:
+  bool Fail(std::string message) {
+    if (error_.empty()) error_ = std::move(message);
+    return false;
+  }
+
+  bool ReadName(std::string_view field, std::string* out) {
+    if (scanner_.PeekKind() != '"') return Fail("field '" + std::string(field) + "': expected a string");
+    if (!scanner_.ReadString(out)) return false;
+    Status s = ValidateName(field, *out, limits_);
+    return s.ok() || Fail("field '" + std::string(field) + "': " + s.message());
+  }
+
+  bool ReadPlainString(std::string_view field, std::string* out) {
+    if (scanner_.PeekKind() != '"') return Fail("field '" + std::string(field) + "': expected a string");
+    if (!scanner_.ReadString(out)) return false;
+    if (out->size() > limits_.max_metadata_bytes) return Fail("field '" + std::string(field) + "' is too long");
+    return true;
+  }
+
+  bool ParseObject(Line* line) {
+    if (!scanner_.ExpectChar('{')) return false;
+    std::string key, text;
+    bool done = false;
+    for (bool first = true;; first = false) {
+      if (!scanner_.NextKey(&key, &done, first)) return false;
+      if (done) return true;
+      if (key == "project") {
+        if (!ReadName("project", &line->project)) return false;
+      } else if (key == "run") {
+        if (!ReadName("run", &line->run)) return false;
+      } else if (key == "step") {
+        if (!ParseStep(line)) return false;
+      } else if (key == "time") {
+        if (!ParseTime(line)) return false;
+      } else if (key == "metrics") {
+        if (!ParseMetrics(line)) return false;
+      } else if (key == "name") {
+        if (!ReadName("name", &text)) return false;
+        line->metadata.set_name(text);
+        line->has_metadata = true;
+      } else if (key == "group") {
+        if (!ReadPlainString("group", &text)) return false;
+        line->metadata.set_group(text);
+        line->has_metadata = true;
+      } else if (key == "host") {
+        if (!ReadPlainString("host", &text)) return false;
+        line->metadata.set_host(text);
+        line->has_metadata = true;
+      } else if (key == "status") {
+        if (!ReadPlainString("status", &text)) return false;
+        storage::RunStatus status;
+        if (!storage::ParseRunStatus(text, &status)) {
+          return Fail("field 'status': expected running, finished, crashed or stalled");
+        }
+        line->metadata.set_status(text);
+        line->has_metadata = true;
+      } else if (key == "tags") {
+        if (!ParseTags(line)) return false;
+      } else if (key == "config") {
+        if (!ParseConfig(line)) return false;
+      } else {
+        return Fail("unknown field '" + key + "'");
+      }
+    }
+  }
+
+  bool ParseStep(Line* line) {
+    double v;
+    bool is_int;
+    int64_t i;
+    if (scanner_.PeekKind() != 'n') return Fail("field 'step': expected an integer");
+    if (!scanner_.ReadNumber(&v, &is_int, &i)) return Fail("field 'step': " + scanner_.error());
+    if (!is_int) {
+      return Fail(std::isfinite(v) ? "field 'step': expected an integer within int64 (no fraction or exponent)"
+                                   : "field 'step': must be a finite integer");
+    }
+    if (i < 0) return Fail("field 'step': must not be negative, got " + std::to_string(i));
+    line->step = i;
+    line->has_step = true;
+    return true;
+  }
+
+  bool ParseTime(Line* line) {
+    double v;
+    bool is_int;
+    int64_t i;
+    if (scanner_.PeekKind() != 'n') return Fail("field 'time': expected unix seconds as a number");
+    if (!scanner_.ReadNumber(&v, &is_int, &i)) return Fail("field 'time': " + scanner_.error());
+    if (!std::isfinite(v) || v < 0) return Fail("field 'time': must be finite and not negative");
+    line->time = v;
+    line->has_time = true;
+    return true;
+  }
+
+  bool ParseMetrics(Line* line) {
+    if (!scanner_.ExpectChar('{')) return Fail("field 'metrics': expected an object");
+    std::string name;
+    bool done = false;
+    for (bool first = true;; first = false) {
+      if (!scanner_.NextKey(&name, &done, first)) return false;
+      if (done) return true;
+      Status s = ValidateName("metric", name, limits_);
+      if (!s.ok()) return Fail("field 'metrics': " + s.message());
+      if (scanner_.PeekKind() != 'n') {
+        return Fail("metric '" + name + "': expected a number (or NaN, Infinity, -Infinity)");
+      }
+      double v;
+      bool is_int;
+      int64_t i;
+      if (!scanner_.ReadNumber(&v, &is_int, &i)) return Fail("metric '" + name + "': " + scanner_.error());
+      if (line->metrics.size() >= limits_.max_metrics_per_run) {
+        return Fail("more than " + std::to_string(limits_.max_metrics_per_run) +
+                    " metrics in one line (the per-run limit)");
+      }
+      line->metrics.emplace_back(std::move(name), v);
+    }
+  }
+
+  bool ParseTags(Line* line) {
+    if (!scanner_.ExpectChar('[')) return Fail("field 'tags': expected an array of strings");
+    std::string tag;
+    size_t total = 0;
+    line->has_metadata = true;
+    if (scanner_.PeekChar() == ']') return scanner_.ExpectChar(']');
+    for (;;) {
+      if (!ReadPlainString("tags", &tag)) return false;
+      total += tag.size();
+      if (total > limits_.max_metadata_bytes) return Fail("field 'tags' is too long");
+      line->metadata.add_tags(tag);
+      if (scanner_.PeekChar() == ']') return scanner_.ExpectChar(']');
+      if (!scanner_.ExpectChar(',')) return Fail("field 'tags': expected ',' or ']'");
+    }
+  }
+
+  bool ParseConfig(Line* line) {
+    if (scanner_.PeekKind() != '{') return Fail("field 'config': expected an object");
+    std::string_view raw;
+    if (!scanner_.SkipValue(&raw)) return false;
+    if (raw.size() > limits_.max_metadata_bytes) return Fail("field 'config' is too large");
+    nlohmann::json parsed = nlohmann::json::parse(raw, nullptr, /*allow_exceptions=*/false);
+    if (parsed.is_discarded()) {
+      return Fail("field 'config': not plain JSON (NaN and Infinity are not allowed in config)");
+    }
+    line->metadata.set_config_json(parsed.dump());
+    line->has_metadata = true;
+    return true;
+  }
+
+  JsonScanner scanner_;
+  const IngestLimits& limits_;
+  std::string error_;
+};
+
+// Builds the request, one RunBatch per (project, run) and one column per metric.
+class RequestBuilder {
+ public:
+  explicit RequestBuilder(ParsedLines* out) : out_(out) {}
+
+  void Add(Line& line, uint64_t line_no, double now) {
+    auto [it, inserted] = batches_.try_emplace({line.project, line.run}, BatchState{});
+    BatchState& state = it->second;
+    if (inserted) {
+      state.index = out_->request.runs_size();
+      v1::RunBatch* batch = out_->request.add_runs();
+      batch->set_project(line.project);
+      batch->set_run(line.run);
+      out_->column_first_line.emplace_back();
+    }
+    v1::RunBatch* batch = out_->request.mutable_runs(state.index);
+    if (line.has_metadata) MergeMetadata(batch->mutable_metadata(), line.metadata);
+    if (!line.has_step) return;
+    const uint32_t row = batch->steps_size();
+    batch->add_steps(line.step);
+    batch->add_times(line.has_time ? line.time : now);
+    for (auto& [name, value] : line.metrics) {
+      auto [col, added] = state.columns.try_emplace(name, batch->metrics_size());
+      if (added) {
+        v1::MetricColumn* column = batch->add_metrics();
+        column->set_name(name);
+        out_->column_first_line[state.index].push_back(line_no);
+      }
+      v1::MetricColumn* column = batch->mutable_metrics(col->second);
+      column->add_rows(row);
+      column->add_values(value);
+      ++out_->points;
+    }
+  }
+
+  // Drops the row lists of columns that have a value in every row of their batch.
+  void Finish() {
+    for (v1::RunBatch& batch : *out_->request.mutable_runs()) {
+      for (v1::MetricColumn& column : *batch.mutable_metrics()) {
+        if (column.values_size() == batch.steps_size()) column.clear_rows();
+      }
+    }
+  }
+
+ private:
+  struct BatchState {
+    int index = 0;
+    std::unordered_map<std::string, int> columns;
+  };
+
+  static void MergeMetadata(v1::RunMetadata* into, const v1::RunMetadata& from) {
+    if (from.has_config_json() && into->has_config_json()) {
+      nlohmann::json merged = nlohmann::json::parse(into->config_json());
+      storage::MergeConfig(&merged, nlohmann::json::parse(from.config_json()));
+      v1::RunMetadata copy = from;
+      copy.set_config_json(merged.dump());
+      into->MergeFrom(copy);
+      into->set_config_json(copy.config_json());
+      return;
+    }
+    into->MergeFrom(from);
+  }
+
+  ParsedLines* out_;
+  std::map<std::pair<std::string, std::string>, BatchState> batches_;
+};
+
+}  // namespace
+
+ParsedLines ParseJsonLines(std::string_view body, double now, const IngestLimits& limits) {
+  ParsedLines out;
+  RequestBuilder builder(&out);
+  uint64_t line_no = 0;
+  while (!body.empty()) {
+    size_t end = body.find('\n');
+    std::string_view text = body.substr(0, end);
+    body.remove_prefix(end == std::string_view::npos ? body.size() : end + 1);
+    ++line_no;
+    if (text.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    Line line;
+    std::string error;
+    if (!LineParser(text, limits).Parse(&line, &error)) {
+      out.errors.push_back({line_no, std::move(error)});
+      continue;
+    }
+    builder.Add(line, line_no, now);
+    ++out.lines_accepted;
+  }
+  builder.Finish();
+  return out;
+}
+
+}  // namespace trainwatch::ingest

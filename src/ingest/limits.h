@@ -1,0 +1,25 @@
+// Limits on what one client may send or create; each violation is a clear error to that client.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+
+namespace trainwatch::ingest {
+
+struct IngestLimits {
+  uint64_t max_body_bytes = 64ull << 20;
+  size_t max_name_bytes = 256;           // project, run and metric names
+  size_t max_metrics_per_run = 10'000;   // distinct metric names in one run
+  size_t max_series_per_project = 1'000'000;
+  size_t max_metadata_bytes = 64 << 10;  // config JSON, tags, host of one run update
+};
+
+// Checks a project, run or metric name: non-empty, at most max_name_bytes, valid UTF-8, no control
+// characters. `what` names the field in the error ("run", "metric").
+Status ValidateName(std::string_view what, std::string_view name, const IngestLimits& limits);
+
+}  // namespace trainwatch::ingest

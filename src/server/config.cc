@@ -1,0 +1,166 @@
+#include "server/config.h"
+
+#include <charconv>
+#include <cstdlib>
+#include <map>
+
+#include <yaml-cpp/yaml.h>
+
+namespace trainwatch::server {
+namespace {
+
+// One setting: its flag, environment variable and YAML key.
+struct Setting {
+  const char* flag;
+  const char* env;
+  const char* yaml;
+  const char* help;
+};
+
+constexpr Setting kSettings[] = {
+    {"--data-dir", "TRAINWATCH_DATA_DIR", "data_dir", "directory for the store and log (default ./data)"},
+    {"--listen", "TRAINWATCH_LISTEN", "listen", "HTTP address (default 127.0.0.1:8080)"},
+    {"--grpc-listen", "TRAINWATCH_GRPC_LISTEN", "grpc_listen", "gRPC address (default 127.0.0.1:8081)"},
+    {"--log-level", "TRAINWATCH_LOG_LEVEL", "log_level", "debug, info, warn or error (default info)"},
+    {"--api-key", "TRAINWATCH_API_KEY", "api_key", "key clients must send; required off loopback"},
+    {"--http-threads", "TRAINWATCH_HTTP_THREADS", "http_threads", "HTTP I/O threads (default 2)"},
+    {"--max-body-bytes", "TRAINWATCH_MAX_BODY_BYTES", "max_body_bytes", "largest request body (default 64 MiB)"},
+    {"--max-metrics-per-run", "TRAINWATCH_MAX_METRICS_PER_RUN", "max_metrics_per_run", "default 10000"},
+    {"--max-series-per-project", "TRAINWATCH_MAX_SERIES_PER_PROJECT", "max_series_per_project", "default 1000000"},
+};
+
+Result<uint64_t> ParseCount(const std::string& name, const std::string& text) {
+  uint64_t v = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || ptr != text.data() + text.size() || v == 0) {
+    return Status::InvalidArgument(name + ": expected a positive integer, got '" + text + "'");
+  }
+  return v;
+}
+
+Status Apply(ServerConfig* c, const std::string& key, const std::string& value, const std::string& where) {
+  auto wrap = [&](Status s) { return s.WithContext(where); };
+  if (key == "data_dir") {
+    if (value.empty()) return Status::InvalidArgument(where + ": data directory is empty");
+    c->data_dir = value;
+  } else if (key == "listen" || key == "grpc_listen") {
+    Result<HostPort> hp = ParseHostPort(value);
+    if (!hp.ok()) return wrap(hp.status());
+    (key == "listen" ? c->listen : c->grpc_listen) = *hp;
+  } else if (key == "log_level") {
+    if (!ParseLogLevel(value, &c->log_level)) {
+      return Status::InvalidArgument(where + ": log level must be debug, info, warn or error");
+    }
+  } else if (key == "api_key") {
+    c->api_key = value;
+  } else {
+    Result<uint64_t> n = ParseCount(where, value);
+    if (!n.ok()) return n.status();
+    if (key == "http_threads") c->http_threads = static_cast<int>(std::min<uint64_t>(*n, 64));
+    else if (key == "max_body_bytes") c->limits.max_body_bytes = *n;
+    else if (key == "max_metrics_per_run") c->limits.max_metrics_per_run = *n;
+    else if (key == "max_series_per_project") c->limits.max_series_per_project = *n;
+    else return Status::InvalidArgument(where + ": unknown setting '" + key + "'");
+  }
+  return Status::Ok();
+}
+
+Status ApplyYaml(ServerConfig* c, const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument("config file " + path + ": " + e.what());
+  }
+  if (root.IsNull()) return Status::Ok();
+  if (!root.IsMap()) return Status::InvalidArgument("config file " + path + ": expected a mapping at the top");
+  for (const auto& entry : root) {
+    std::string key = entry.first.as<std::string>();
+    std::string where = "config file " + path + " line " + std::to_string(entry.first.Mark().line + 1);
+    bool known = false;
+    for (const Setting& s : kSettings) known |= key == s.yaml;
+    if (!known) return Status::InvalidArgument(where + ": unknown setting '" + key + "'");
+    if (!entry.second.IsScalar()) return Status::InvalidArgument(where + ": '" + key + "' must be a scalar");
+    TW_RETURN_IF_ERROR(Apply(c, key, entry.second.as<std::string>(), where));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+bool HostPort::IsLoopback() const {
+  return host == "localhost" || host == "::1" || host.starts_with("127.");
+}
+
+Result<HostPort> ParseHostPort(const std::string& text) {
+  size_t colon = text.rfind(':');
+  if (colon == std::string::npos) return Status::InvalidArgument("address '" + text + "' needs host:port");
+  HostPort hp;
+  hp.host = text.substr(0, colon);
+  if (hp.host.size() >= 2 && hp.host.front() == '[' && hp.host.back() == ']') {
+    hp.host = hp.host.substr(1, hp.host.size() - 2);
+  }
+  if (hp.host.empty()) hp.host = "127.0.0.1";
+  std::string port = text.substr(colon + 1);
+  unsigned v = 0;
+  auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), v);
+  if (ec != std::errc() || ptr != port.data() + port.size() || v > 65535) {
+    return Status::InvalidArgument("address '" + text + "': bad port");
+  }
+  hp.port = static_cast<uint16_t>(v);
+  return hp;
+}
+
+Result<ServerConfig> LoadServerConfig(const std::vector<std::string>& args) {
+  ServerConfig config;
+  // Flags first into a map, so that --config can be found before the precedence is applied.
+  std::map<std::string, std::string> flags;
+  std::string config_file;
+  if (const char* env = std::getenv("TRAINWATCH_CONFIG")) config_file = env;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string arg = args[i], value;
+    size_t eq = arg.find('=');
+    bool inline_value = eq != std::string::npos;
+    if (inline_value) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+    }
+    const Setting* setting = nullptr;
+    for (const Setting& s : kSettings) {
+      if (arg == s.flag) setting = &s;
+    }
+    if (!setting && arg != "--config") return Status::InvalidArgument("unknown flag '" + arg + "'\n" + ServeUsage());
+    if (!inline_value) {
+      if (i + 1 >= args.size()) return Status::InvalidArgument("flag " + arg + " needs a value");
+      value = args[++i];
+    }
+    if (arg == "--config") config_file = value;
+    else flags[setting->yaml] = value;
+  }
+  if (!config_file.empty()) TW_RETURN_IF_ERROR(ApplyYaml(&config, config_file));
+  for (const Setting& s : kSettings) {
+    if (const char* env = std::getenv(s.env)) {
+      TW_RETURN_IF_ERROR(Apply(&config, s.yaml, env, std::string("environment ") + s.env));
+    }
+  }
+  for (const auto& [key, value] : flags) {
+    for (const Setting& s : kSettings) {
+      if (key == s.yaml) TW_RETURN_IF_ERROR(Apply(&config, key, value, std::string("flag ") + s.flag));
+    }
+  }
+  if (config.api_key.empty() && (!config.listen.IsLoopback() || !config.grpc_listen.IsLoopback())) {
+    return Status::InvalidArgument(
+        "refusing to listen beyond loopback without an API key: set --api-key or TRAINWATCH_API_KEY");
+  }
+  return config;
+}
+
+std::string ServeUsage() {
+  std::string out = "usage: trainwatch serve [flags]\n  --config FILE  YAML file with the settings below (TRAINWATCH_CONFIG)\n";
+  for (const Setting& s : kSettings) {
+    out += "  " + std::string(s.flag) + " VALUE  " + s.help + " (" + s.env + ", yaml: " + s.yaml + ")\n";
+  }
+  return out;
+}
+
+}  // namespace trainwatch::server

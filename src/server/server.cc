@@ -1,0 +1,115 @@
+#include "server/server.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include "api/http_server.h"
+#include "api/live_hub.h"
+#include "api/routes.h"
+#include "common/clock.h"
+#include "common/file_system.h"
+#include "common/logging.h"
+#include "common/metrics_registry.h"
+#include "ingest/grpc_service.h"
+#include "ingest/ingestor.h"
+#include "server/data_dir_lock.h"
+#include "storage/chunk_store.h"
+#include "storage/engine.h"
+#include "storage/wal/wal_log.h"
+
+namespace trainwatch::server {
+
+// Declared in dependency order: destroyed in reverse, servers before the engine they call.
+struct Server::Parts {
+  ServerConfig config;
+  std::unique_ptr<Logger> logger;
+  SystemClock clock;
+  MetricsRegistry metrics;
+  std::unique_ptr<DataDirLock> lock;
+  std::unique_ptr<storage::Engine> engine;
+  std::unique_ptr<ingest::Ingestor> ingestor;
+  std::unique_ptr<api::LiveHub> live;
+  std::unique_ptr<api::ApiContext> api;
+  std::unique_ptr<api::HttpServer> http;
+  std::unique_ptr<ingest::IngestService> grpc_service;
+  std::unique_ptr<grpc::Server> grpc;
+  int grpc_port = 0;
+  bool shut_down = false;
+};
+
+Server::Server(std::unique_ptr<Parts> parts) : parts_(std::move(parts)) {}
+
+Server::~Server() {
+  Status s = Shutdown();
+  if (!s.ok()) parts_->logger->Error("shutdown", {{"error", s.ToString()}});
+}
+
+Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
+  auto p = std::make_unique<Parts>();
+  p->config = config;
+  p->logger = std::make_unique<Logger>(config.log_level);
+  Logger& log = *p->logger;
+
+  TW_ASSIGN_OR_RETURN(p->lock, DataDirLock::Acquire(config.data_dir));
+  storage::wal::WalOptions wal_options;
+  TW_ASSIGN_OR_RETURN(auto wal, storage::wal::WalLog::Open(PosixFileSystem(), config.data_dir + "/wal", wal_options));
+  TW_ASSIGN_OR_RETURN(auto store, storage::ChunkStore::Open(config.data_dir + "/store"));
+  storage::EngineOptions engine_options;
+  engine_options.checkpoint_log_bytes = config.checkpoint_log_bytes;
+  TW_ASSIGN_OR_RETURN(p->engine, storage::Engine::Open(engine_options, std::move(wal), std::move(store),
+                                                       p->clock, log, p->metrics));
+  p->ingestor = std::make_unique<ingest::Ingestor>(*p->engine, p->clock, config.limits, p->metrics);
+  p->live = std::make_unique<api::LiveHub>(p->metrics);
+  p->engine->SetCommitListener([live = p->live.get()](const v1::WriteRequest& request,
+                                                      const storage::WriteOutcome& outcome) {
+    if (!outcome.duplicate_batch) live->Publish(request);
+  });
+
+  p->api = std::make_unique<api::ApiContext>(
+      api::ApiContext{*p->engine, *p->ingestor, p->metrics, *p->live});
+  api::HttpServerOptions http_options;
+  http_options.host = config.listen.host;
+  http_options.port = config.listen.port;
+  http_options.threads = config.http_threads;
+  http_options.max_body_bytes = config.limits.max_body_bytes;
+  http_options.api_key = config.api_key;
+  p->http = std::make_unique<api::HttpServer>(http_options, log, p->metrics);
+  api::RegisterRoutes(*p->http, *p->api);
+  TW_RETURN_IF_ERROR(p->http->Start().WithContext("starting HTTP"));
+
+  p->grpc_service = std::make_unique<ingest::IngestService>(*p->ingestor, config.api_key);
+  grpc::ServerBuilder builder;
+  std::string grpc_address = config.grpc_listen.host + ":" + std::to_string(config.grpc_listen.port);
+  if (config.grpc_listen.host.find(':') != std::string::npos) {
+    grpc_address = "[" + config.grpc_listen.host + "]:" + std::to_string(config.grpc_listen.port);
+  }
+  builder.AddListeningPort(grpc_address, grpc::InsecureServerCredentials(), &p->grpc_port);
+  builder.RegisterService(p->grpc_service.get());
+  builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<uint64_t>(config.limits.max_body_bytes, INT32_MAX)));
+  // Never share the port with another process (gRPC sets SO_REUSEPORT by default).
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  p->grpc = builder.BuildAndStart();
+  if (!p->grpc || p->grpc_port == 0) {
+    p->http->Stop();
+    return Status::Unavailable("cannot listen for gRPC on " + grpc_address + " (address in use?)");
+  }
+  log.Info("trainwatch serving", {{"http", "http://" + config.listen.host + ":" + std::to_string(p->http->port())},
+                                  {"grpc", config.grpc_listen.host + ":" + std::to_string(p->grpc_port)},
+                                  {"data_dir", config.data_dir}});
+  return std::unique_ptr<Server>(new Server(std::move(p)));
+}
+
+uint16_t Server::http_port() const { return parts_->http->port(); }
+uint16_t Server::grpc_port() const { return static_cast<uint16_t>(parts_->grpc_port); }
+
+Status Server::Shutdown() {
+  if (parts_->shut_down) return Status::Ok();
+  parts_->shut_down = true;
+  parts_->logger->Info("shutting down: draining writes");
+  parts_->grpc->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  parts_->http->Stop();
+  Status s = parts_->engine->Close();
+  parts_->logger->Info("shut down", {{"status", s.ToString()}});
+  return s;
+}
+
+}  // namespace trainwatch::server

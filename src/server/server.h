@@ -1,0 +1,31 @@
+// Server: builds and owns every part of `trainwatch serve` — the only place real dependencies (file
+// system, clock, network) are constructed and wired together.
+#pragma once
+
+#include <memory>
+
+#include "common/status.h"
+#include "server/config.h"
+
+namespace trainwatch::server {
+
+class Server {
+ public:
+  // Opens the data directory (locking it), recovers the store, and starts serving HTTP and gRPC.
+  static Result<std::unique_ptr<Server>> Start(const ServerConfig& config);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  uint16_t http_port() const;
+  uint16_t grpc_port() const;
+  // Stops accepting, drains in-flight writes, checkpoints and closes the store.
+  Status Shutdown();
+
+ private:
+  struct Parts;
+  explicit Server(std::unique_ptr<Parts> parts);
+  std::unique_ptr<Parts> parts_;
+};
+
+}  // namespace trainwatch::server

@@ -1,0 +1,53 @@
+// ChunkCache: decoded chunks kept in memory, least recently used first out, within a byte budget.
+// Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "storage/point.h"
+#include "storage/series_key.h"
+
+namespace trainwatch::storage {
+
+using PointsPtr = std::shared_ptr<const std::vector<Point>>;
+
+class ChunkCache {
+ public:
+  explicit ChunkCache(uint64_t capacity_bytes) : capacity_bytes_(capacity_bytes) {}
+  ChunkCache(const ChunkCache&) = delete;
+  ChunkCache& operator=(const ChunkCache&) = delete;
+
+  // nullptr when absent.
+  PointsPtr Get(SeriesId series, uint32_t chunk_no);
+  void Put(SeriesId series, uint32_t chunk_no, PointsPtr points);
+  void Erase(SeriesId series, uint32_t chunk_no);
+  uint64_t bytes() const;
+
+ private:
+  struct Key {
+    SeriesId series;
+    uint32_t chunk_no;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const { return std::hash<uint64_t>()(k.series * 1000003 + k.chunk_no); }
+  };
+  struct Entry {
+    Key key;
+    PointsPtr points;
+  };
+  static uint64_t SizeOf(const PointsPtr& p) { return p->size() * sizeof(Point) + 64; }
+
+  const uint64_t capacity_bytes_;
+  mutable std::mutex mu_;
+  std::list<Entry> lru_;  // GUARDED_BY(mu_); front = most recent
+  std::unordered_map<Key, std::list<Entry>::iterator, KeyHash> index_;  // GUARDED_BY(mu_)
+  uint64_t bytes_ = 0;  // GUARDED_BY(mu_)
+};
+
+}  // namespace trainwatch::storage

@@ -1,0 +1,281 @@
+#include "storage/chunk_store.h"
+
+#include <rocksdb/db.h>
+#include <rocksdb/options.h>
+#include <rocksdb/write_batch.h>
+
+#include "storage/binary_io.h"
+
+namespace trainwatch::storage {
+namespace {
+
+constexpr uint8_t kRecordVersion = 1;
+
+Status FromRocks(const rocksdb::Status& s, std::string_view what) {
+  if (s.ok()) return Status::Ok();
+  if (s.IsCorruption()) return Status::Corruption(std::string(what) + ": " + s.ToString());
+  if (s.IsNoSpace()) return Status::ResourceExhausted(std::string(what) + ": " + s.ToString());
+  return Status::IoError(std::string(what) + ": " + s.ToString());
+}
+
+std::string SeriesKeyOf(SeriesId id) {
+  std::string k = "s";
+  PutBigEndian64(&k, id);
+  return k;
+}
+
+std::string ChunkKeyOf(char prefix, SeriesId id, uint32_t chunk_no) {
+  std::string k(1, prefix);
+  PutBigEndian64(&k, id);
+  PutBigEndian32(&k, chunk_no);
+  return k;
+}
+
+std::string RunKeyOf(const std::string& project, const std::string& run) {
+  std::string k = "r" + project;
+  k.push_back('\0');
+  k += run;
+  return k;
+}
+
+std::string EncodeSeries(const SeriesRecord& s) {
+  std::string out(1, static_cast<char>(kRecordVersion));
+  PutFixed64(&out, s.id);
+  PutLengthPrefixed(&out, s.key.project);
+  PutLengthPrefixed(&out, s.key.run);
+  PutLengthPrefixed(&out, s.key.metric);
+  PutFixed32(&out, s.gen);
+  PutFixed32(&out, s.next_chunk_no);
+  PutFixed64(&out, s.flushed_lsn);
+  PutFixed32(&out, static_cast<uint32_t>(s.rewinds.size()));
+  for (const Rewind& r : s.rewinds) {
+    PutFixed32(&out, r.gen);
+    PutFixed64(&out, static_cast<uint64_t>(r.step));
+  }
+  return out;
+}
+
+bool DecodeSeries(std::string_view data, SeriesRecord* s) {
+  ByteReader in(data);
+  uint8_t version;
+  uint32_t n;
+  if (!in.GetByte(&version) || version != kRecordVersion) return false;
+  if (!in.GetFixed64(&s->id) || !in.GetLengthPrefixed(&s->key.project) ||
+      !in.GetLengthPrefixed(&s->key.run) || !in.GetLengthPrefixed(&s->key.metric) ||
+      !in.GetFixed32(&s->gen) || !in.GetFixed32(&s->next_chunk_no) ||
+      !in.GetFixed64(&s->flushed_lsn) || !in.GetFixed32(&n)) {
+    return false;
+  }
+  s->rewinds.resize(n);
+  for (Rewind& r : s->rewinds) {
+    if (!in.GetFixed32(&r.gen) || !in.GetInt64(&r.step)) return false;
+  }
+  return in.empty();
+}
+
+std::string EncodeChunkHeader(const ChunkRef& c) {
+  std::string out(1, static_cast<char>(kRecordVersion));
+  PutFixed32(&out, c.gen);
+  out.push_back(c.superseded ? 1 : 0);
+  PutFixed64(&out, c.encoded_bytes);
+  const Summary& s = c.summary;
+  PutFixed64(&out, s.count);
+  PutFixed64(&out, s.nan_count);
+  PutDouble(&out, s.min);
+  PutDouble(&out, s.max);
+  PutDouble(&out, s.first);
+  PutDouble(&out, s.last);
+  PutDouble(&out, s.sum);
+  PutFixed64(&out, static_cast<uint64_t>(s.first_step));
+  PutFixed64(&out, static_cast<uint64_t>(s.last_step));
+  PutDouble(&out, s.min_time);
+  PutDouble(&out, s.max_time);
+  return out;
+}
+
+bool DecodeChunkHeader(std::string_view data, ChunkRef* c) {
+  ByteReader in(data);
+  uint8_t version, superseded;
+  Summary& s = c->summary;
+  bool ok = in.GetByte(&version) && version == kRecordVersion && in.GetFixed32(&c->gen) &&
+            in.GetByte(&superseded) && in.GetFixed64(&c->encoded_bytes) &&
+            in.GetFixed64(&s.count) && in.GetFixed64(&s.nan_count) && in.GetDouble(&s.min) &&
+            in.GetDouble(&s.max) && in.GetDouble(&s.first) && in.GetDouble(&s.last) &&
+            in.GetDouble(&s.sum) && in.GetInt64(&s.first_step) && in.GetInt64(&s.last_step) &&
+            in.GetDouble(&s.min_time) && in.GetDouble(&s.max_time) && in.empty();
+  c->superseded = superseded != 0;
+  return ok;
+}
+
+// Iterates every key starting with `prefix`.
+Status ForEachPrefixed(rocksdb::DB& db, std::string_view prefix,
+                       const std::function<Status(std::string_view, std::string_view)>& fn) {
+  std::unique_ptr<rocksdb::Iterator> it(db.NewIterator(rocksdb::ReadOptions()));
+  for (it->Seek(rocksdb::Slice(prefix.data(), prefix.size())); it->Valid(); it->Next()) {
+    std::string_view key(it->key().data(), it->key().size());
+    if (!key.starts_with(prefix)) break;
+    TW_RETURN_IF_ERROR(fn(key, std::string_view(it->value().data(), it->value().size())));
+  }
+  return FromRocks(it->status(), "iterating store");
+}
+
+}  // namespace
+
+ChunkStore::ChunkStore(std::unique_ptr<rocksdb::DB> db) : db_(std::move(db)) {}
+ChunkStore::~ChunkStore() = default;
+
+Result<std::unique_ptr<ChunkStore>> ChunkStore::Open(const std::string& dir) {
+  rocksdb::Options options;
+  options.create_if_missing = true;
+  options.compression = rocksdb::kNoCompression;  // chunks are compressed by their own codec
+  options.max_background_jobs = 2;
+  options.keep_log_file_num = 3;
+  options.max_open_files = 512;
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status s = rocksdb::DB::Open(options, dir, &raw);
+  if (!s.ok()) return FromRocks(s, "opening store " + dir);
+  return std::unique_ptr<ChunkStore>(new ChunkStore(std::unique_ptr<rocksdb::DB>(raw)));
+}
+
+Status ChunkStore::PutSeal(const SeriesRecord& series, const std::vector<StoredChunk>& chunks,
+                           const std::vector<std::string>& encoded) {
+  rocksdb::WriteBatch batch;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    const StoredChunk& c = chunks[i];
+    batch.Put(ChunkKeyOf('c', c.series_id, c.ref.chunk_no), EncodeChunkHeader(c.ref));
+    batch.Put(ChunkKeyOf('d', c.series_id, c.ref.chunk_no), encoded[i]);
+  }
+  batch.Put(SeriesKeyOf(series.id), EncodeSeries(series));
+  return FromRocks(db_->Write(rocksdb::WriteOptions(), &batch), "writing sealed chunks");
+}
+
+Status ChunkStore::PutSeries(const SeriesRecord& series) {
+  return FromRocks(db_->Put(rocksdb::WriteOptions(), SeriesKeyOf(series.id), EncodeSeries(series)),
+                   "writing series record");
+}
+
+Status ChunkStore::PutRun(const std::string& project, const std::string& run,
+                          const std::string& json) {
+  return FromRocks(db_->Put(rocksdb::WriteOptions(), RunKeyOf(project, run), json),
+                   "writing run metadata");
+}
+
+Status ChunkStore::PutWriterSequence(const std::string& writer_id, uint64_t sequence) {
+  std::string value;
+  PutFixed64(&value, sequence);
+  return FromRocks(db_->Put(rocksdb::WriteOptions(), "w" + writer_id, value), "writing sequence");
+}
+
+Status ChunkStore::PutCheckpointLsn(uint64_t lsn) {
+  std::string value;
+  PutFixed64(&value, lsn);
+  rocksdb::WriteOptions options;
+  options.sync = true;
+  return FromRocks(db_->Put(options, "m", value), "writing checkpoint");
+}
+
+Status ChunkStore::DeleteChunks(const SeriesRecord& series, const std::vector<uint32_t>& chunk_nos) {
+  rocksdb::WriteBatch batch;
+  for (uint32_t no : chunk_nos) {
+    batch.Delete(ChunkKeyOf('c', series.id, no));
+    batch.Delete(ChunkKeyOf('d', series.id, no));
+  }
+  batch.Put(SeriesKeyOf(series.id), EncodeSeries(series));
+  return FromRocks(db_->Write(rocksdb::WriteOptions(), &batch), "deleting chunks");
+}
+
+Status ChunkStore::DeleteSeries(SeriesId id) {
+  rocksdb::WriteBatch batch;
+  std::string from_c(1, 'c'), from_d(1, 'd');
+  PutBigEndian64(&from_c, id);
+  PutBigEndian64(&from_d, id);
+  std::string to_c(1, 'c'), to_d(1, 'd');
+  PutBigEndian64(&to_c, id + 1);
+  PutBigEndian64(&to_d, id + 1);
+  batch.DeleteRange(from_c, to_c);
+  batch.DeleteRange(from_d, to_d);
+  batch.Delete(SeriesKeyOf(id));
+  return FromRocks(db_->Write(rocksdb::WriteOptions(), &batch), "deleting series");
+}
+
+Status ChunkStore::DeleteRun(const std::string& project, const std::string& run) {
+  return FromRocks(db_->Delete(rocksdb::WriteOptions(), RunKeyOf(project, run)), "deleting run");
+}
+
+Result<std::string> ChunkStore::GetChunk(SeriesId id, uint32_t chunk_no) const {
+  std::string value;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), ChunkKeyOf('d', id, chunk_no), &value);
+  if (s.IsNotFound()) {
+    return Status::NotFound("chunk " + std::to_string(chunk_no) + " of series " + std::to_string(id));
+  }
+  TW_RETURN_IF_ERROR(FromRocks(s, "reading chunk"));
+  return value;
+}
+
+Status ChunkStore::ForEachSeries(const std::function<Status(SeriesRecord)>& fn) const {
+  return ForEachPrefixed(*db_, "s", [&](std::string_view key, std::string_view value) {
+    SeriesRecord record;
+    if (!DecodeSeries(value, &record)) return Status::Corruption("bad series record");
+    return fn(std::move(record));
+  });
+}
+
+Status ChunkStore::ForEachChunk(const std::function<Status(StoredChunk)>& fn) const {
+  return ForEachPrefixed(*db_, "c", [&](std::string_view key, std::string_view value) {
+    if (key.size() != 13) return Status::Corruption("bad chunk key");
+    StoredChunk chunk;
+    chunk.series_id = DecodeBigEndian64(key.data() + 1);
+    chunk.ref.chunk_no = DecodeBigEndian32(key.data() + 9);
+    if (!DecodeChunkHeader(value, &chunk.ref)) {
+      return Status::Corruption("bad chunk header for series " + std::to_string(chunk.series_id));
+    }
+    return fn(std::move(chunk));
+  });
+}
+
+Status ChunkStore::ForEachRun(
+    const std::function<Status(std::string, std::string, std::string)>& fn) const {
+  return ForEachPrefixed(*db_, "r", [&](std::string_view key, std::string_view value) {
+    key.remove_prefix(1);
+    size_t nul = key.find('\0');
+    if (nul == std::string_view::npos) return Status::Corruption("bad run key");
+    return fn(std::string(key.substr(0, nul)), std::string(key.substr(nul + 1)), std::string(value));
+  });
+}
+
+Status ChunkStore::ForEachWriter(const std::function<Status(std::string, uint64_t)>& fn) const {
+  return ForEachPrefixed(*db_, "w", [&](std::string_view key, std::string_view value) {
+    uint64_t seq;
+    ByteReader in(value);
+    if (!in.GetFixed64(&seq)) return Status::Corruption("bad writer record");
+    return fn(std::string(key.substr(1)), seq);
+  });
+}
+
+Result<uint64_t> ChunkStore::GetCheckpointLsn() const {
+  std::string value;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), "m", &value);
+  if (s.IsNotFound()) return uint64_t{0};
+  TW_RETURN_IF_ERROR(FromRocks(s, "reading checkpoint"));
+  uint64_t lsn;
+  ByteReader in(value);
+  if (!in.GetFixed64(&lsn)) return Status::Corruption("bad checkpoint record");
+  return lsn;
+}
+
+Status ChunkStore::Sync() { return FromRocks(db_->FlushWAL(/*sync=*/true), "syncing store"); }
+
+uint64_t ChunkStore::DiskBytes() const {
+  uint64_t sst = 0, wal = 0;
+  db_->GetIntProperty("rocksdb.total-sst-files-size", &sst);
+  db_->GetIntProperty("rocksdb.cur-size-all-mem-tables", &wal);
+  return sst + wal;
+}
+
+Status ChunkStore::CompactAll() {
+  TW_RETURN_IF_ERROR(FromRocks(db_->Flush(rocksdb::FlushOptions()), "flushing store"));
+  return FromRocks(db_->CompactRange(rocksdb::CompactRangeOptions(), nullptr, nullptr),
+                   "compacting store");
+}
+
+}  // namespace trainwatch::storage

@@ -1,0 +1,278 @@
+#include "storage/engine.h"
+
+#include <algorithm>
+
+#include "storage/encoding/chunk_codec.h"
+
+namespace trainwatch::storage {
+
+Engine::Engine(const EngineOptions& options, std::unique_ptr<Log> log,
+               std::unique_ptr<ChunkStore> store, Clock& clock, Logger& logger,
+               MetricsRegistry& metrics)
+    : options_(options),
+      log_(std::move(log)),
+      store_(std::move(store)),
+      clock_(clock),
+      logger_(logger),
+      cache_(options.chunk_cache_bytes),
+      points_written_(metrics.AddCounter("trainwatch_points_written_total",
+                                         "Points stored (appended, filled in or rewound).")),
+      points_unchanged_(metrics.AddCounter("trainwatch_points_unchanged_total",
+                                           "Points identical to the stored value (retries).")),
+      rewinds_(metrics.AddCounter("trainwatch_rewinds_total",
+                                  "New timelines started by a changed value at a written step.")),
+      chunks_sealed_(metrics.AddCounter("trainwatch_chunks_sealed_total", "Chunks persisted.")),
+      seal_errors_(metrics.AddCounter("trainwatch_seal_errors_total", "Chunks that failed to persist.")),
+      checkpoints_(metrics.AddCounter("trainwatch_checkpoints_total", "Checkpoints completed.")) {
+  metrics.AddGauge("trainwatch_series", "Series in the store.",
+                   [this] { return static_cast<double>(SeriesCount()); });
+  metrics.AddGauge("trainwatch_disk_bytes", "Bytes on disk: store and write-ahead log.",
+                   [this] { return static_cast<double>(DiskBytes()); });
+  metrics.AddGauge("trainwatch_chunk_cache_bytes", "Decoded chunks held in memory.",
+                   [this] { return static_cast<double>(cache_.bytes()); });
+}
+
+Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options, std::unique_ptr<Log> log,
+                                             std::unique_ptr<ChunkStore> store, Clock& clock,
+                                             Logger& logger, MetricsRegistry& metrics) {
+  std::unique_ptr<Engine> engine(
+      new Engine(options, std::move(log), std::move(store), clock, logger, metrics));
+  engine->sealer_ = std::thread([e = engine.get()] { e->SealerLoop(); });
+  engine->checkpointer_ = std::thread([e = engine.get()] { e->CheckpointerLoop(); });
+  TW_RETURN_IF_ERROR(engine->LoadStore().WithContext("loading store"));
+  TW_RETURN_IF_ERROR(engine->Replay().WithContext("replaying write-ahead log"));
+  return engine;
+}
+
+Engine::~Engine() {
+  Status s = Close();
+  if (!s.ok()) logger_.Error("closing engine", {{"error", s.ToString()}});
+}
+
+Status Engine::LoadStore() {
+  TW_RETURN_IF_ERROR(store_->ForEachRun([&](std::string project, std::string id, std::string json) {
+    nlohmann::json j = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) return Status::Corruption("run record of " + project + "/" + id);
+    TW_ASSIGN_OR_RETURN(RunInfo info, RunInfo::FromJson(j));
+    auto run = std::make_unique<Run>();
+    run->info = std::move(info);
+    runs_[RunKey{project, id}] = std::move(run);
+    return Status::Ok();
+  }));
+  TW_RETURN_IF_ERROR(store_->ForEachSeries([&](SeriesRecord record) {
+    auto series = std::make_unique<Series>(record.id, record.key);
+    series->gen = record.gen;
+    series->rewinds = std::move(record.rewinds);
+    series->flushed_lsn = record.flushed_lsn;
+    series->next_chunk_no = record.next_chunk_no;
+    RunKey rk = record.key.run_key();
+    auto& run = runs_[rk];
+    if (!run) {  // series written before its run record: rebuild a minimal one
+      run = std::make_unique<Run>();
+      run->info.project = rk.project;
+      run->info.id = rk.run;
+      run->info.name = rk.run;
+    }
+    run->series[record.key.metric] = series.get();
+    ++series_per_project_[rk.project];
+    next_series_id_ = std::max(next_series_id_, record.id + 1);
+    series_[record.id] = std::move(series);
+    return Status::Ok();
+  }));
+  TW_RETURN_IF_ERROR(store_->ForEachChunk([&](StoredChunk chunk) {
+    auto it = series_.find(chunk.series_id);
+    if (it == series_.end()) return Status::Ok();  // orphan of a deleted series
+    it->second->chunks.push_back(std::move(chunk.ref));
+    return Status::Ok();
+  }));
+  for (auto& [id, series] : series_) {
+    for (ChunkRef& chunk : series->chunks) {
+      for (const Rewind& r : series->rewinds) {
+        if (r.gen > chunk.gen && !chunk.superseded && chunk.summary.last_step >= r.step) {
+          chunk.hidden_from_step = std::min(chunk.hidden_from_step, r.step);
+        }
+      }
+      if (chunk.FullyHidden()) continue;
+      // The newest visible point: exact from the summary unless a rewind cut the chunk.
+      if (chunk.FullyVisible()) {
+        if (!series->has_latest || chunk.summary.last_step > series->latest.step) {
+          series->latest = Point{chunk.summary.last_step, chunk.summary.max_time, chunk.summary.last};
+          series->has_latest = true;
+        }
+        continue;
+      }
+      Result<PointsPtr> points = ChunkPoints(*series, chunk);
+      if (!points.ok()) return points.status();
+      for (const Point& p : **points) {
+        if (p.step >= chunk.hidden_from_step) break;
+        if (!series->has_latest || p.step > series->latest.step) {
+          series->latest = p;
+          series->has_latest = true;
+        }
+      }
+    }
+  }
+  TW_RETURN_IF_ERROR(store_->ForEachWriter([&](std::string writer, uint64_t seq) {
+    writers_[writer] = seq;
+    return Status::Ok();
+  }));
+  logger_.Info("store loaded", {{"runs", runs_.size()}, {"series", series_.size()}});
+  return Status::Ok();
+}
+
+Status Engine::Replay() {
+  TW_ASSIGN_OR_RETURN(uint64_t checkpoint, store_->GetCheckpointLsn());
+  uint64_t applied = 0;
+  TW_ASSIGN_OR_RETURN(
+      ReplayStats stats,
+      log_->Replay(checkpoint, [&](uint64_t lsn, std::string_view record) -> Status {
+        v1::WriteRequest request;
+        if (record.empty() || record[0] != kWriteRecordType ||
+            !request.ParseFromArray(record.data() + 1, static_cast<int>(record.size() - 1))) {
+          logger_.Error("skipping unreadable log record", {{"lsn", lsn}});
+          return Status::Ok();
+        }
+        std::lock_guard lock(apply_mu_);
+        ApplyRecord(lsn, request);
+        ++applied;
+        return Status::Ok();
+      }));
+  if (stats.torn_tail_bytes > 0 || stats.corrupt_records > 0) {
+    logger_.Warn("write-ahead log damage repaired",
+                 {{"torn_tail_bytes", stats.torn_tail_bytes},
+                  {"corrupt_records", stats.corrupt_records},
+                  {"report", stats.report}});
+  }
+  logger_.Info("write-ahead log replayed", {{"from_lsn", checkpoint},
+                                           {"records", stats.records},
+                                           {"applied", applied},
+                                           {"bytes", stats.bytes}});
+  return Status::Ok();
+}
+
+void Engine::SetCommitListener(CommitListener listener) {
+  std::lock_guard lock(listener_mu_);
+  listener_ = std::move(listener);
+}
+
+void Engine::SealerLoop() {
+  for (;;) {
+    SealJob job;
+    {
+      std::unique_lock lock(sealer_mu_);
+      sealer_cv_.wait(lock, [&] { return sealer_stop_ || !seal_queue_.empty(); });
+      if (seal_queue_.empty()) return;
+      job = std::move(seal_queue_.front());
+      seal_queue_.pop_front();
+      sealer_busy_ = true;
+    }
+    std::vector<StoredChunk> stored;
+    std::vector<std::string> encoded;
+    Status status;
+    for (ChunkRef& chunk : job.chunks) {
+      Result<std::string> bytes = EncodeChunk(*chunk.points);
+      if (!bytes.ok()) {
+        status = bytes.status();
+        break;
+      }
+      chunk.encoded_bytes = bytes->size();
+      encoded.push_back(std::move(bytes).value());
+      StoredChunk sc;
+      sc.series_id = job.series->id();
+      sc.ref = chunk;
+      sc.ref.points.reset();
+      stored.push_back(std::move(sc));
+    }
+    if (status.ok()) status = store_->PutSeal(job.record, stored, encoded);
+    if (!status.ok()) {
+      // The points stay in memory and in the log; the next checkpoint is refused, so nothing is lost.
+      seal_errors_.Add();
+      logger_.Error("persisting sealed chunks", {{"series", job.record.id}, {"error", status.ToString()}});
+    } else {
+      std::unique_lock lock(job.series->mu);
+      for (const ChunkRef& sealed : job.chunks) {
+        for (ChunkRef& chunk : job.series->chunks) {
+          if (chunk.chunk_no != sealed.chunk_no) continue;
+          cache_.Put(job.series->id(), chunk.chunk_no, chunk.points);
+          chunk.points.reset();
+          chunk.encoded_bytes = sealed.encoded_bytes;
+        }
+      }
+      chunks_sealed_.Add(job.chunks.size());
+    }
+    {
+      std::lock_guard lock(sealer_mu_);
+      sealer_busy_ = false;
+    }
+    sealer_cv_.notify_all();
+  }
+}
+
+void Engine::WaitForSealer() {
+  std::unique_lock lock(sealer_mu_);
+  sealer_cv_.wait(lock, [&] { return seal_queue_.empty() && !sealer_busy_; });
+}
+
+void Engine::CheckpointerLoop() {
+  std::unique_lock lock(checkpoint_mu_);
+  for (;;) {
+    checkpoint_cv_.wait(lock, [&] { return checkpointer_stop_ || checkpoint_requested_.load(); });
+    if (checkpointer_stop_) return;
+    lock.unlock();
+    Status s = Checkpoint();
+    if (!s.ok()) logger_.Error("checkpoint failed", {{"error", s.ToString()}});
+    lock.lock();
+  }
+}
+
+Status Engine::Checkpoint() {
+  checkpoint_requested_ = false;
+  uint64_t lsn;
+  {
+    std::lock_guard lock(apply_mu_);
+    lsn = last_applied_lsn_;
+    std::shared_lock runs_lock(runs_mu_);
+    for (auto& [id, series] : series_) {
+      std::unique_lock series_lock(series->mu);
+      if (!series->head.empty() || !series->pending_superseded.empty() ||
+          !series->superseded_runs.empty()) {
+        Seal(*series, lsn);
+      }
+    }
+    log_bytes_since_checkpoint_ = 0;
+  }
+  uint64_t errors_before = seal_errors_.Value();
+  WaitForSealer();
+  if (seal_errors_.Value() != errors_before) {
+    return Status::IoError("sealed chunks failed to persist; keeping the log");
+  }
+  TW_RETURN_IF_ERROR(store_->Sync());
+  TW_RETURN_IF_ERROR(store_->PutCheckpointLsn(lsn + 1));
+  TW_RETURN_IF_ERROR(log_->TruncateBefore(lsn + 1));
+  checkpoints_.Add();
+  logger_.Debug("checkpoint", {{"lsn", lsn}});
+  return Status::Ok();
+}
+
+Status Engine::Close() {
+  if (closed_.exchange(true)) return Status::Ok();
+  log_->Close();
+  {
+    std::lock_guard lock(checkpoint_mu_);
+    checkpointer_stop_ = true;
+  }
+  checkpoint_cv_.notify_all();
+  if (checkpointer_.joinable()) checkpointer_.join();
+  Status status = Checkpoint();
+  {
+    std::lock_guard lock(sealer_mu_);
+    sealer_stop_ = true;
+  }
+  sealer_cv_.notify_all();
+  if (sealer_.joinable()) sealer_.join();
+  return status;
+}
+
+uint64_t Engine::DiskBytes() const { return store_->DiskBytes() + log_->DiskBytes(); }
+
+}  // namespace trainwatch::storage

@@ -1,0 +1,229 @@
+// Engine: the embedded metric store. It consumes the LOG — every record is appended durably, then
+// applied to memory in LSN order, then acknowledged — keeps each series' newest points in an
+// in-memory head, seals full heads into encoded chunks in the ChunkStore on a background thread, and
+// answers reads over heads and chunks alike.
+//
+// Recovery: Open loads the store (series, chunk headers, runs, writer sequences) and replays the log
+// from the last checkpoint; a record already covered by a series' persisted chunks (lsn <=
+// flushed_lsn) is skipped for that series, so replay applies each point exactly once.
+//
+// Thread-safety: every public method is thread-safe. Records are applied one at a time, on the log's
+// callback thread; reads run concurrently with it under per-series shared locks.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/logging.h"
+#include "common/metrics_registry.h"
+#include "common/status.h"
+#include "storage/chunk_cache.h"
+#include "storage/chunk_store.h"
+#include "storage/downsample.h"
+#include "storage/log.h"
+#include "storage/run_info.h"
+#include "storage/series.h"
+#include "trainwatch/v1/ingest.pb.h"
+
+namespace trainwatch::storage {
+
+// The first byte of every log record says what follows; 1 = a serialised v1::WriteRequest.
+inline constexpr char kWriteRecordType = 1;
+
+struct EngineOptions {
+  // A head is sealed into a chunk once it holds this many points (checked after each record).
+  size_t chunk_points = 1024;
+  uint64_t chunk_cache_bytes = 256ull << 20;
+  // A checkpoint (seal every head, sync the store, let the log drop old segments) runs once the log
+  // has grown this much since the last one, and at shutdown.
+  uint64_t checkpoint_log_bytes = 512ull << 20;
+};
+
+// What applying one write did.
+struct WriteOutcome {
+  uint64_t lsn = 0;
+  uint64_t points_written = 0;  // appended, filled in, or starting a new timeline
+  uint64_t points_unchanged = 0;  // identical to what the step already held
+  uint64_t rewinds = 0;
+  bool duplicate_batch = false;  // (writer_id, sequence) had been applied before
+};
+
+struct MetricInfo {
+  std::string name;
+  std::string kind = "scalar";
+  uint64_t count = 0;  // visible points
+  int64_t first_step = 0;
+  int64_t last_step = 0;
+  bool has_latest = false;
+  Point latest;
+  uint32_t timelines = 1;  // 1 + rewinds
+};
+
+struct SeriesReadOptions {
+  int64_t from_step = std::numeric_limits<int64_t>::min();
+  int64_t to_step = std::numeric_limits<int64_t>::max();
+};
+
+// A superseded point and the generation it belonged to.
+struct SupersededPoint {
+  Point point;
+  uint32_t gen = 0;
+};
+
+class Engine {
+ public:
+  // Called after each record is applied, on the applier thread; must not block.
+  using CommitListener = std::function<void(const v1::WriteRequest&, const WriteOutcome&)>;
+  using WriteCallback = std::function<void(const Status&, const WriteOutcome&)>;
+
+  // `log` is owned; `clock`, `logger` and `metrics` must outlive the engine.
+  static Result<std::unique_ptr<Engine>> Open(const EngineOptions& options,
+                                              std::unique_ptr<Log> log,
+                                              std::unique_ptr<ChunkStore> store, Clock& clock,
+                                              Logger& logger, MetricsRegistry& metrics);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Appends a validated, normalised request (every run batch has its project, times filled in) to
+  // the log, applies it, then calls `done` — on the log's thread — with what it did.
+  void Write(v1::WriteRequest request, WriteCallback done);
+  // True if (writer_id, sequence) is already applied (a retried batch).
+  bool IsDuplicate(const std::string& writer_id, uint64_t sequence) const;
+
+  void SetCommitListener(CommitListener listener);
+
+  // Seals every head, persists, syncs the store and lets the log drop what it no longer needs.
+  Status Checkpoint();
+  // Checkpoints and stops; later writes fail with Unavailable.
+  Status Close();
+
+  // --- reads ---
+  std::vector<RunInfo> ListRuns() const;
+  std::optional<RunInfo> GetRun(const std::string& project, const std::string& run) const;
+  std::vector<MetricInfo> ListMetrics(const std::string& project, const std::string& run) const;
+  // The newest visible point of each named metric of a run that has one.
+  std::map<std::string, Point> LatestValues(const std::string& project, const std::string& run,
+                                            const std::vector<std::string>& metrics) const;
+  size_t SeriesCount() const;
+  size_t SeriesCountInProject(const std::string& project) const;
+  size_t MetricCountInRun(const std::string& project, const std::string& run) const;
+  bool SeriesExists(const SeriesKey& key) const;
+
+  // Visible points of a series in [from_step, to_step], by step. NotFound if no such series.
+  Status ReadSeries(const SeriesKey& key, const SeriesReadOptions& options,
+                    std::vector<Point>* out) const;
+  // Points hidden by rewinds, by (step, generation).
+  Status ReadSuperseded(const SeriesKey& key, std::vector<SupersededPoint>* out) const;
+  // The x range of a series' visible points on an axis (for a shared bucket grid). NotFound if the
+  // series has none.
+  Status XRange(const SeriesKey& key, XAxis axis, double* lo, double* hi) const;
+  // Downsamples the visible points of a series onto `grid`.
+  Status Downsample(const SeriesKey& key, XAxis axis, const BucketGrid& grid,
+                    std::vector<Bucket>* out) const;
+
+  uint64_t DiskBytes() const;
+  uint64_t LogDiskBytes() const { return log_->DiskBytes(); }
+  // Waits until every chunk sealed so far is persisted (tests, benchmarks).
+  void WaitForSealer();
+  // Compacts the store (benchmarks measure the settled size).
+  Status CompactStore() { return store_->CompactAll(); }
+
+ private:
+  struct Run {
+    RunInfo info;  // guarded by runs_mu_
+    std::unordered_map<std::string, Series*> series;  // guarded by runs_mu_
+  };
+  struct SealJob {
+    Series* series;
+    SeriesRecord record;
+    std::vector<ChunkRef> chunks;  // copies holding the in-memory points
+  };
+
+  Engine(const EngineOptions& options, std::unique_ptr<Log> log, std::unique_ptr<ChunkStore> store,
+         Clock& clock, Logger& logger, MetricsRegistry& metrics);
+
+  // --- open (engine.cc) ---
+  Status LoadStore();
+  Status Replay();
+
+  // --- write path (engine_apply.cc) ---
+  WriteOutcome ApplyRecord(uint64_t lsn, const v1::WriteRequest& request);
+  void ApplyRunBatch(uint64_t lsn, const v1::RunBatch& batch, WriteOutcome* outcome,
+                     std::vector<Series*>* touched);
+  void ApplyMetadata(Run& run, const v1::RunMetadata& meta);
+  ApplyOutcome ApplyPoint(Series& series, const Point& p);
+  Run& GetOrCreateRun(const std::string& project, const std::string& run, double first_time);
+  Series& GetOrCreateSeries(Run& run, const std::string& metric);
+  void Seal(Series& series, uint64_t lsn);  // caller holds series.mu exclusively
+  void SealerLoop();
+  void CheckpointerLoop();
+
+  // --- read path (engine_read.cc) ---
+  Series* FindSeries(const SeriesKey& key) const;
+  // Decoded points of a chunk; from memory, the cache, or the store.
+  Result<PointsPtr> ChunkPoints(const Series& series, const ChunkRef& chunk) const;
+  // Looks up the visible value at `step` in sealed chunks. Caller holds series.mu.
+  std::optional<Point> FindVisibleInChunks(const Series& series, int64_t step) const;
+  Status CollectVisible(const Series& series, int64_t from, int64_t to,
+                        std::vector<Point>* out) const;
+
+  const EngineOptions options_;
+  std::unique_ptr<Log> log_;
+  std::unique_ptr<ChunkStore> store_;
+  Clock& clock_;
+  Logger& logger_;
+  mutable ChunkCache cache_;
+
+  // Serialises applying records with checkpoints.
+  std::mutex apply_mu_;
+  uint64_t last_applied_lsn_ = 0;  // GUARDED_BY(apply_mu_)
+  uint64_t log_bytes_since_checkpoint_ = 0;  // GUARDED_BY(apply_mu_)
+  std::atomic<bool> checkpoint_requested_{false};
+  std::atomic<bool> closed_{false};
+
+  mutable std::shared_mutex runs_mu_;
+  std::map<RunKey, std::unique_ptr<Run>> runs_;  // GUARDED_BY(runs_mu_)
+  std::unordered_map<SeriesId, std::unique_ptr<Series>> series_;  // GUARDED_BY(runs_mu_)
+  std::unordered_map<std::string, size_t> series_per_project_;  // GUARDED_BY(runs_mu_)
+  SeriesId next_series_id_ = 1;  // GUARDED_BY(runs_mu_)
+
+  mutable std::mutex writers_mu_;
+  std::unordered_map<std::string, uint64_t> writers_;  // GUARDED_BY(writers_mu_)
+
+  std::mutex listener_mu_;
+  CommitListener listener_;  // GUARDED_BY(listener_mu_)
+
+  std::mutex sealer_mu_;
+  std::condition_variable sealer_cv_;
+  std::deque<SealJob> seal_queue_;  // GUARDED_BY(sealer_mu_)
+  bool sealer_busy_ = false;        // GUARDED_BY(sealer_mu_)
+  bool sealer_stop_ = false;        // GUARDED_BY(sealer_mu_)
+  std::thread sealer_;
+
+  std::mutex checkpoint_mu_;  // one checkpoint at a time; also guards checkpointer wake-ups
+  std::condition_variable checkpoint_cv_;
+  bool checkpointer_stop_ = false;  // GUARDED_BY(checkpoint_mu_)
+  std::thread checkpointer_;
+
+  Counter& points_written_;
+  Counter& points_unchanged_;
+  Counter& rewinds_;
+  Counter& chunks_sealed_;
+  Counter& seal_errors_;
+  Counter& checkpoints_;
+};
+
+}  // namespace trainwatch::storage

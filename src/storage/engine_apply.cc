@@ -1,0 +1,252 @@
+// Engine: the write path — log, apply, seal.
+#include <algorithm>
+#include <cstring>
+
+#include "storage/engine.h"
+
+namespace trainwatch::storage {
+namespace {
+
+bool SameBits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+}  // namespace
+
+bool Engine::IsDuplicate(const std::string& writer_id, uint64_t sequence) const {
+  if (writer_id.empty()) return false;
+  std::lock_guard lock(writers_mu_);
+  auto it = writers_.find(writer_id);
+  return it != writers_.end() && sequence <= it->second;
+}
+
+void Engine::Write(v1::WriteRequest request, WriteCallback done) {
+  if (closed_) {
+    done(Status::Unavailable("server is shutting down"), WriteOutcome{});
+    return;
+  }
+  if (IsDuplicate(request.writer_id(), request.sequence())) {
+    WriteOutcome outcome;
+    outcome.duplicate_batch = true;
+    done(Status::Ok(), outcome);
+    return;
+  }
+  std::string record(1, kWriteRecordType);
+  request.AppendToString(&record);
+  auto shared = std::make_shared<v1::WriteRequest>(std::move(request));
+  size_t bytes = record.size();
+  log_->Append(std::move(record), [this, shared, bytes, done = std::move(done)](
+                                      const Status& status, uint64_t lsn) {
+    if (!status.ok()) {
+      done(status.WithContext("appending to the write-ahead log"), WriteOutcome{});
+      return;
+    }
+    WriteOutcome outcome;
+    {
+      std::lock_guard lock(apply_mu_);
+      outcome = ApplyRecord(lsn, *shared);
+      log_bytes_since_checkpoint_ += bytes;
+      if (log_bytes_since_checkpoint_ >= options_.checkpoint_log_bytes &&
+          !checkpoint_requested_.exchange(true)) {
+        checkpoint_cv_.notify_all();
+      }
+    }
+    {
+      std::lock_guard lock(listener_mu_);
+      if (listener_) listener_(*shared, outcome);
+    }
+    done(Status::Ok(), outcome);
+  });
+}
+
+WriteOutcome Engine::ApplyRecord(uint64_t lsn, const v1::WriteRequest& request) {
+  WriteOutcome outcome;
+  outcome.lsn = lsn;
+  last_applied_lsn_ = std::max(last_applied_lsn_, lsn);
+  const std::string& writer = request.writer_id();
+  if (!writer.empty()) {
+    std::lock_guard lock(writers_mu_);
+    uint64_t& last = writers_[writer];
+    if (request.sequence() <= last) {
+      outcome.duplicate_batch = true;
+      return outcome;
+    }
+    last = request.sequence();
+    Status s = store_->PutWriterSequence(writer, last);
+    if (!s.ok()) logger_.Error("persisting writer sequence", {{"error", s.ToString()}});
+  }
+  std::vector<Series*> touched;
+  for (const v1::RunBatch& batch : request.runs()) ApplyRunBatch(lsn, batch, &outcome, &touched);
+  for (Series* series : touched) {
+    std::unique_lock lock(series->mu);
+    if (series->head.size() >= options_.chunk_points ||
+        series->pending_superseded.size() >= options_.chunk_points ||
+        !series->superseded_runs.empty()) {
+      Seal(*series, lsn);
+    }
+  }
+  points_written_.Add(outcome.points_written);
+  points_unchanged_.Add(outcome.points_unchanged);
+  rewinds_.Add(outcome.rewinds);
+  return outcome;
+}
+
+void Engine::ApplyRunBatch(uint64_t lsn, const v1::RunBatch& batch, WriteOutcome* outcome,
+                           std::vector<Series*>* touched) {
+  double first_time = batch.times_size() > 0 ? batch.times(0) : clock_.NowUnixSeconds();
+  Run& run = GetOrCreateRun(batch.project(), batch.run(), first_time);
+  if (batch.has_metadata()) ApplyMetadata(run, batch.metadata());
+  const int rows = batch.steps_size();
+  const bool has_times = batch.times_size() == rows;
+  for (const v1::MetricColumn& column : batch.metrics()) {
+    Series& series = GetOrCreateSeries(run, column.name());
+    std::unique_lock lock(series.mu);
+    if (lsn <= series.flushed_lsn) continue;  // replay: already in persisted chunks
+    const bool dense = column.rows_size() == 0;
+    const int n = column.values_size();
+    bool any = false;
+    for (int i = 0; i < n; ++i) {
+      int row = dense ? i : static_cast<int>(column.rows(i));
+      if (row < 0 || row >= rows) continue;  // validated before logging; never trust blindly
+      Point p{batch.steps(row), has_times ? batch.times(row) : first_time, column.values(i)};
+      switch (ApplyPoint(series, p)) {
+        case ApplyOutcome::kDuplicate: ++outcome->points_unchanged; break;
+        case ApplyOutcome::kRewound: ++outcome->rewinds; [[fallthrough]];
+        default: ++outcome->points_written; any = true;
+      }
+    }
+    if (any && std::find(touched->begin(), touched->end(), &series) == touched->end()) {
+      touched->push_back(&series);
+    }
+  }
+  if (rows > 0 && has_times) {
+    double last_time = *std::max_element(batch.times().begin(), batch.times().end());
+    std::unique_lock lock(runs_mu_);
+    run.info.last_write_time = std::max(run.info.last_write_time, last_time);
+  }
+}
+
+ApplyOutcome Engine::ApplyPoint(Series& series, const Point& p) {
+  if (!series.has_latest || p.step > series.latest.step) {
+    series.head.push_back(p);
+    series.latest = p;
+    series.has_latest = true;
+    return ApplyOutcome::kAppended;
+  }
+  // At or before the newest step: an identical retry, a rewind, or a fill-in.
+  auto in_head = std::lower_bound(series.head.begin(), series.head.end(), p.step,
+                                  [](const Point& q, int64_t s) { return q.step < s; });
+  std::optional<Point> existing;
+  if (in_head != series.head.end() && in_head->step == p.step) {
+    existing = *in_head;
+  } else {
+    existing = FindVisibleInChunks(series, p.step);
+  }
+  if (existing) {
+    if (SameBits(existing->value, p.value)) return ApplyOutcome::kDuplicate;
+    series.RewindAt(p.step);
+    series.head.push_back(p);
+    series.latest = p;
+    series.has_latest = true;
+    return ApplyOutcome::kRewound;
+  }
+  series.head.insert(in_head, p);
+  return ApplyOutcome::kFilledIn;
+}
+
+void Engine::ApplyMetadata(Run& run, const v1::RunMetadata& meta) {
+  std::unique_lock lock(runs_mu_);
+  RunInfo& info = run.info;
+  if (meta.has_name()) info.name = meta.name();
+  if (meta.has_group()) info.group = meta.group();
+  if (meta.replace_tags()) info.tags.clear();
+  for (const std::string& tag : meta.tags()) info.tags.insert(tag);
+  if (meta.has_config_json()) {
+    nlohmann::json patch = nlohmann::json::parse(meta.config_json(), nullptr, false);
+    if (!patch.is_discarded()) MergeConfig(&info.config, patch);  // validated before logging
+  }
+  if (meta.has_status()) {
+    RunStatus status;
+    if (ParseRunStatus(meta.status(), &status)) info.status = status;
+  }
+  if (meta.has_start_time()) info.start_time = meta.start_time();
+  if (meta.has_end_time()) info.end_time = meta.end_time();
+  if (meta.has_host()) info.host = meta.host();
+  Status s = store_->PutRun(info.project, info.id, info.ToJson().dump());
+  if (!s.ok()) logger_.Error("persisting run metadata", {{"error", s.ToString()}});
+}
+
+Engine::Run& Engine::GetOrCreateRun(const std::string& project, const std::string& id,
+                                    double first_time) {
+  RunKey key{project, id};
+  {
+    std::shared_lock lock(runs_mu_);
+    auto it = runs_.find(key);
+    if (it != runs_.end()) return *it->second;
+  }
+  auto run = std::make_unique<Run>();
+  run->info.project = project;
+  run->info.id = id;
+  run->info.name = id;
+  run->info.start_time = first_time;
+  Status s = store_->PutRun(project, id, run->info.ToJson().dump());
+  if (!s.ok()) logger_.Error("persisting new run", {{"error", s.ToString()}});
+  std::unique_lock lock(runs_mu_);
+  auto& slot = runs_[key];
+  slot = std::move(run);
+  return *slot;
+}
+
+Series& Engine::GetOrCreateSeries(Run& run, const std::string& metric) {
+  {
+    std::shared_lock lock(runs_mu_);
+    auto it = run.series.find(metric);
+    if (it != run.series.end()) return *it->second;
+  }
+  std::unique_lock lock(runs_mu_);
+  SeriesId id = next_series_id_++;
+  auto series = std::make_unique<Series>(id, SeriesKey{run.info.project, run.info.id, metric});
+  SeriesRecord record;
+  record.id = id;
+  record.key = series->key();
+  Status s = store_->PutSeries(record);
+  if (!s.ok()) logger_.Error("persisting new series", {{"error", s.ToString()}});
+  Series* raw = series.get();
+  run.series[metric] = raw;
+  ++series_per_project_[run.info.project];
+  series_[id] = std::move(series);
+  return *raw;
+}
+
+void Engine::Seal(Series& series, uint64_t lsn) {
+  SealJob job;
+  job.series = &series;
+  auto make_chunk = [&](std::vector<Point> points, bool superseded) {
+    ChunkRef chunk;
+    chunk.chunk_no = series.next_chunk_no++;
+    chunk.gen = series.gen;
+    chunk.superseded = superseded;
+    for (const Point& p : points) chunk.summary.Add(p);
+    chunk.points = std::make_shared<const std::vector<Point>>(std::move(points));
+    series.chunks.push_back(chunk);
+    job.chunks.push_back(chunk);
+  };
+  if (!series.head.empty()) make_chunk(std::move(series.head), false);
+  for (auto& run : series.superseded_runs) make_chunk(std::move(run), true);
+  if (!series.pending_superseded.empty()) make_chunk(std::move(series.pending_superseded), true);
+  series.head.clear();
+  series.superseded_runs.clear();
+  series.pending_superseded.clear();
+  series.flushed_lsn = lsn;
+  job.record.id = series.id();
+  job.record.key = series.key();
+  job.record.gen = series.gen;
+  job.record.next_chunk_no = series.next_chunk_no;
+  job.record.flushed_lsn = lsn;
+  job.record.rewinds = series.rewinds;
+  {
+    std::lock_guard lock(sealer_mu_);
+    seal_queue_.push_back(std::move(job));
+  }
+  sealer_cv_.notify_one();
+}
+
+}  // namespace trainwatch::storage

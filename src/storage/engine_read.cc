@@ -1,0 +1,263 @@
+// Engine: the read path — runs, metric listings, raw reads, downsampling.
+#include <algorithm>
+
+#include "storage/encoding/chunk_codec.h"
+#include "storage/engine.h"
+
+namespace trainwatch::storage {
+namespace {
+
+bool StepLess(const Point& a, const Point& b) { return a.step < b.step; }
+
+}  // namespace
+
+std::vector<RunInfo> Engine::ListRuns() const {
+  std::shared_lock lock(runs_mu_);
+  std::vector<RunInfo> out;
+  out.reserve(runs_.size());
+  for (const auto& [key, run] : runs_) out.push_back(run->info);
+  return out;
+}
+
+std::optional<RunInfo> Engine::GetRun(const std::string& project, const std::string& run) const {
+  std::shared_lock lock(runs_mu_);
+  auto it = runs_.find(RunKey{project, run});
+  if (it == runs_.end()) return std::nullopt;
+  return it->second->info;
+}
+
+size_t Engine::SeriesCount() const {
+  std::shared_lock lock(runs_mu_);
+  return series_.size();
+}
+
+size_t Engine::SeriesCountInProject(const std::string& project) const {
+  std::shared_lock lock(runs_mu_);
+  auto it = series_per_project_.find(project);
+  return it == series_per_project_.end() ? 0 : it->second;
+}
+
+size_t Engine::MetricCountInRun(const std::string& project, const std::string& run) const {
+  std::shared_lock lock(runs_mu_);
+  auto it = runs_.find(RunKey{project, run});
+  return it == runs_.end() ? 0 : it->second->series.size();
+}
+
+bool Engine::SeriesExists(const SeriesKey& key) const { return FindSeries(key) != nullptr; }
+
+Series* Engine::FindSeries(const SeriesKey& key) const {
+  std::shared_lock lock(runs_mu_);
+  auto it = runs_.find(key.run_key());
+  if (it == runs_.end()) return nullptr;
+  auto s = it->second->series.find(key.metric);
+  return s == it->second->series.end() ? nullptr : s->second;
+}
+
+Result<PointsPtr> Engine::ChunkPoints(const Series& series, const ChunkRef& chunk) const {
+  if (chunk.points) return chunk.points;
+  if (PointsPtr cached = cache_.Get(series.id(), chunk.chunk_no)) return cached;
+  TW_ASSIGN_OR_RETURN(std::string encoded, store_->GetChunk(series.id(), chunk.chunk_no));
+  auto points = std::make_shared<std::vector<Point>>();
+  points->reserve(chunk.summary.count);
+  TW_RETURN_IF_ERROR(DecodeChunk(encoded, points.get())
+                         .WithContext("decoding chunk " + std::to_string(chunk.chunk_no) +
+                                      " of series " + std::to_string(series.id())));
+  PointsPtr shared = std::move(points);
+  cache_.Put(series.id(), chunk.chunk_no, shared);
+  return shared;
+}
+
+std::optional<Point> Engine::FindVisibleInChunks(const Series& series, int64_t step) const {
+  for (auto it = series.chunks.rbegin(); it != series.chunks.rend(); ++it) {
+    const ChunkRef& chunk = *it;
+    if (chunk.superseded || step >= chunk.hidden_from_step || step < chunk.summary.first_step ||
+        step > chunk.summary.last_step) {
+      continue;
+    }
+    Result<PointsPtr> points = ChunkPoints(series, chunk);
+    if (!points.ok()) {
+      logger_.Error("reading chunk", {{"error", points.status().ToString()}});
+      continue;
+    }
+    auto p = std::lower_bound((*points)->begin(), (*points)->end(), Point{step, 0, 0}, StepLess);
+    if (p != (*points)->end() && p->step == step) return *p;
+  }
+  return std::nullopt;
+}
+
+Status Engine::CollectVisible(const Series& series, int64_t from, int64_t to,
+                              std::vector<Point>* out) const {
+  size_t start = out->size();
+  for (const ChunkRef& chunk : series.chunks) {
+    if (chunk.FullyHidden() || chunk.summary.last_step < from || chunk.summary.first_step > to) {
+      continue;
+    }
+    TW_ASSIGN_OR_RETURN(PointsPtr points, ChunkPoints(series, chunk));
+    auto begin = std::lower_bound(points->begin(), points->end(), Point{from, 0, 0}, StepLess);
+    for (auto p = begin; p != points->end() && p->step <= to && p->step < chunk.hidden_from_step; ++p) {
+      out->push_back(*p);
+    }
+  }
+  auto begin = std::lower_bound(series.head.begin(), series.head.end(), Point{from, 0, 0}, StepLess);
+  for (auto p = begin; p != series.head.end() && p->step <= to; ++p) out->push_back(*p);
+  // Chunks overlap only after out-of-order fill-ins; sort only then.
+  if (!std::is_sorted(out->begin() + start, out->end(), StepLess)) {
+    std::stable_sort(out->begin() + start, out->end(), StepLess);
+  }
+  return Status::Ok();
+}
+
+Status Engine::ReadSeries(const SeriesKey& key, const SeriesReadOptions& options,
+                          std::vector<Point>* out) const {
+  Series* series = FindSeries(key);
+  if (series == nullptr) return Status::NotFound("no metric '" + key.metric + "' in run '" + key.run + "'");
+  std::shared_lock lock(series->mu);
+  return CollectVisible(*series, options.from_step, options.to_step, out);
+}
+
+Status Engine::ReadSuperseded(const SeriesKey& key, std::vector<SupersededPoint>* out) const {
+  Series* series = FindSeries(key);
+  if (series == nullptr) return Status::NotFound("no metric '" + key.metric + "' in run '" + key.run + "'");
+  std::shared_lock lock(series->mu);
+  // A hidden point's generation: the chunk's, as every point of a chunk was written before it sealed.
+  for (const ChunkRef& chunk : series->chunks) {
+    if (chunk.FullyVisible()) continue;
+    TW_ASSIGN_OR_RETURN(PointsPtr points, ChunkPoints(*series, chunk));
+    for (const Point& p : *points) {
+      if (chunk.superseded || p.step >= chunk.hidden_from_step) out->push_back({p, chunk.gen});
+    }
+  }
+  auto add_pending = [&](const std::vector<Point>& points) {
+    for (const Point& p : points) out->push_back({p, series->gen - 1});
+  };
+  for (const auto& run : series->superseded_runs) add_pending(run);
+  add_pending(series->pending_superseded);
+  std::stable_sort(out->begin(), out->end(), [](const SupersededPoint& a, const SupersededPoint& b) {
+    return a.point.step != b.point.step ? a.point.step < b.point.step : a.gen < b.gen;
+  });
+  return Status::Ok();
+}
+
+std::vector<MetricInfo> Engine::ListMetrics(const std::string& project, const std::string& run) const {
+  std::vector<std::pair<std::string, Series*>> list;
+  {
+    std::shared_lock lock(runs_mu_);
+    auto it = runs_.find(RunKey{project, run});
+    if (it == runs_.end()) return {};
+    for (const auto& [name, series] : it->second->series) list.emplace_back(name, series);
+  }
+  std::sort(list.begin(), list.end());
+  std::vector<MetricInfo> out;
+  for (const auto& [name, series] : list) {
+    MetricInfo info;
+    info.name = name;
+    std::shared_lock lock(series->mu);
+    info.timelines = series->gen + 1;
+    info.has_latest = series->has_latest;
+    info.latest = series->latest;
+    bool first = true;
+    auto see = [&](int64_t lo, int64_t hi, uint64_t n) {
+      info.count += n;
+      if (n == 0) return;
+      info.first_step = first ? lo : std::min(info.first_step, lo);
+      info.last_step = first ? hi : std::max(info.last_step, hi);
+      first = false;
+    };
+    for (const ChunkRef& chunk : series->chunks) {
+      if (chunk.FullyHidden()) continue;
+      if (chunk.FullyVisible()) {
+        see(chunk.summary.first_step, chunk.summary.last_step, chunk.summary.count);
+        continue;
+      }
+      Result<PointsPtr> points = ChunkPoints(*series, chunk);
+      if (!points.ok()) continue;
+      uint64_t n = 0;
+      int64_t hi = chunk.summary.first_step;
+      for (const Point& p : **points) {
+        if (p.step >= chunk.hidden_from_step) break;
+        ++n;
+        hi = p.step;
+      }
+      see(chunk.summary.first_step, hi, n);
+    }
+    if (!series->head.empty()) see(series->head.front().step, series->head.back().step, series->head.size());
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+std::map<std::string, Point> Engine::LatestValues(const std::string& project, const std::string& run,
+                                                  const std::vector<std::string>& metrics) const {
+  std::map<std::string, Point> out;
+  for (const std::string& metric : metrics) {
+    Series* series = FindSeries(SeriesKey{project, run, metric});
+    if (series == nullptr) continue;
+    std::shared_lock lock(series->mu);
+    if (series->has_latest) out[metric] = series->latest;
+  }
+  return out;
+}
+
+Status Engine::XRange(const SeriesKey& key, XAxis axis, double* lo, double* hi) const {
+  Series* series = FindSeries(key);
+  if (series == nullptr) return Status::NotFound("no metric '" + key.metric + "' in run '" + key.run + "'");
+  double origin = 0;
+  if (axis == XAxis::kRelativeTime) {
+    std::shared_lock lock(runs_mu_);
+    origin = runs_.at(key.run_key())->info.start_time;
+  }
+  std::shared_lock lock(series->mu);
+  bool any = false;
+  *lo = std::numeric_limits<double>::infinity();
+  *hi = -std::numeric_limits<double>::infinity();
+  auto see = [&](double a, double b) {
+    *lo = std::min(*lo, a);
+    *hi = std::max(*hi, b);
+    any = true;
+  };
+  for (const ChunkRef& chunk : series->chunks) {
+    if (chunk.FullyHidden()) continue;
+    // Partly hidden chunks widen the range a little; the grid only needs to cover the points.
+    if (axis == XAxis::kStep) {
+      see(static_cast<double>(chunk.summary.first_step), static_cast<double>(chunk.summary.last_step));
+    } else {
+      see(chunk.summary.min_time - origin, chunk.summary.max_time - origin);
+    }
+  }
+  for (const Point& p : series->head) {
+    double x = axis == XAxis::kStep ? static_cast<double>(p.step) : p.time - origin;
+    see(x, x);
+  }
+  if (!any) return Status::NotFound("metric '" + key.metric + "' has no points");
+  return Status::Ok();
+}
+
+Status Engine::Downsample(const SeriesKey& key, XAxis axis, const BucketGrid& grid,
+                          std::vector<Bucket>* out) const {
+  Series* series = FindSeries(key);
+  if (series == nullptr) return Status::NotFound("no metric '" + key.metric + "' in run '" + key.run + "'");
+  double origin = 0;
+  if (axis == XAxis::kRelativeTime) {
+    std::shared_lock lock(runs_mu_);
+    origin = runs_.at(key.run_key())->info.start_time;
+  }
+  Downsampler sampler(grid, axis, origin);
+  std::shared_lock lock(series->mu);
+  for (const ChunkRef& chunk : series->chunks) {
+    if (chunk.FullyHidden()) continue;
+    if (chunk.FullyVisible() && sampler.TryAddSummary(chunk.summary)) continue;
+    if (axis == XAxis::kStep && (chunk.summary.last_step < grid.from || chunk.summary.first_step > grid.to)) {
+      continue;
+    }
+    TW_ASSIGN_OR_RETURN(PointsPtr points, ChunkPoints(*series, chunk));
+    for (const Point& p : *points) {
+      if (p.step >= chunk.hidden_from_step) break;
+      sampler.AddPoint(p);
+    }
+  }
+  for (const Point& p : series->head) sampler.AddPoint(p);
+  *out = sampler.Finish();
+  return Status::Ok();
+}
+
+}  // namespace trainwatch::storage

@@ -1,0 +1,75 @@
+#include "storage/run_info.h"
+
+namespace trainwatch::storage {
+
+std::string_view RunStatusName(RunStatus status) {
+  switch (status) {
+    case RunStatus::kRunning: return "running";
+    case RunStatus::kFinished: return "finished";
+    case RunStatus::kCrashed: return "crashed";
+    case RunStatus::kStalled: return "stalled";
+  }
+  return "running";
+}
+
+bool ParseRunStatus(std::string_view text, RunStatus* status) {
+  if (text == "running") *status = RunStatus::kRunning;
+  else if (text == "finished") *status = RunStatus::kFinished;
+  else if (text == "crashed") *status = RunStatus::kCrashed;
+  else if (text == "stalled") *status = RunStatus::kStalled;
+  else return false;
+  return true;
+}
+
+nlohmann::json RunInfo::ToJson() const {
+  return nlohmann::json{{"project", project},
+                        {"id", id},
+                        {"name", name},
+                        {"group", group},
+                        {"tags", tags},
+                        {"config", config},
+                        {"status", RunStatusName(status)},
+                        {"start_time", start_time},
+                        {"end_time", end_time},
+                        {"last_write_time", last_write_time},
+                        {"host", host}};
+}
+
+Result<RunInfo> RunInfo::FromJson(const nlohmann::json& j) {
+  RunInfo info;
+  try {
+    info.project = j.at("project").get<std::string>();
+    info.id = j.at("id").get<std::string>();
+    info.name = j.value("name", info.id);
+    info.group = j.value("group", "");
+    info.tags = j.value("tags", std::set<std::string>{});
+    info.config = j.value("config", nlohmann::json::object());
+    if (!ParseRunStatus(j.value("status", "running"), &info.status)) {
+      return Status::Corruption("run record has an unknown status");
+    }
+    info.start_time = j.value("start_time", 0.0);
+    info.end_time = j.value("end_time", 0.0);
+    info.last_write_time = j.value("last_write_time", 0.0);
+    info.host = j.value("host", "");
+  } catch (const nlohmann::json::exception& e) {
+    return Status::Corruption(std::string("run record: ") + e.what());
+  }
+  return info;
+}
+
+void MergeConfig(nlohmann::json* target, const nlohmann::json& patch) {
+  if (!patch.is_object() || !target->is_object()) {
+    *target = patch;
+    return;
+  }
+  for (auto it = patch.begin(); it != patch.end(); ++it) {
+    auto existing = target->find(it.key());
+    if (existing != target->end() && existing->is_object() && it->is_object()) {
+      MergeConfig(&*existing, *it);
+    } else {
+      (*target)[it.key()] = *it;
+    }
+  }
+}
+
+}  // namespace trainwatch::storage

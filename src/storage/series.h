@@ -1,0 +1,81 @@
+// Series: the points of one (project, run, metric), in memory and in sealed chunks.
+//
+// Timelines. A point at a step that already holds a different visible value starts a new timeline
+// from that step (a restart from a checkpoint): the series' generation is bumped, a Rewind{gen, step}
+// is recorded, and every older point at that step or later becomes superseded — hidden from normal
+// reads, still retrievable. Writing an identical value (same bits) is a no-op; writing into an empty
+// step fills it in, in or out of order.
+//
+// A sealed chunk records the generation at which it was sealed; its points are hidden by every later
+// rewind whose step is <= theirs. This is summarised per chunk as `hidden_from_step`.
+//
+// Thread-safety: all members are guarded by `mu`. The single applier thread takes it exclusively to
+// write; readers take it shared.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "storage/point.h"
+#include "storage/series_key.h"
+
+namespace trainwatch::storage {
+
+struct Rewind {
+  uint32_t gen = 0;  // the generation this rewind started
+  int64_t step = 0;  // points of older generations at this step or later are hidden
+};
+
+// A sealed chunk, or one being sealed. Points stay in memory (`points`) until the chunk is persisted.
+struct ChunkRef {
+  uint32_t chunk_no = 0;  // per series, increasing in seal order
+  uint32_t gen = 0;       // series generation when sealed
+  bool superseded = false;  // holds points a rewind hid while they were still in memory
+  int64_t hidden_from_step = std::numeric_limits<int64_t>::max();
+  Summary summary;
+  std::shared_ptr<const std::vector<Point>> points;  // set until persisted
+  uint64_t encoded_bytes = 0;  // 0 until persisted
+
+  bool FullyVisible() const { return !superseded && summary.last_step < hidden_from_step; }
+  bool FullyHidden() const { return superseded || summary.first_step >= hidden_from_step; }
+};
+
+enum class ApplyOutcome { kAppended, kFilledIn, kDuplicate, kRewound };
+
+class Series {
+ public:
+  Series(SeriesId id, SeriesKey key) : id_(id), key_(std::move(key)) {}
+  Series(const Series&) = delete;
+  Series& operator=(const Series&) = delete;
+
+  SeriesId id() const { return id_; }
+  const SeriesKey& key() const { return key_; }
+
+  mutable std::shared_mutex mu;
+
+  // --- state, guarded by mu ---
+  uint32_t gen = 0;
+  std::vector<Rewind> rewinds;
+  std::vector<ChunkRef> chunks;         // in seal order
+  std::vector<Point> head;              // visible, unsealed points, sorted by step
+  std::vector<Point> pending_superseded;  // hidden unsealed points (one rewind's suffix, sorted)
+  std::vector<std::vector<Point>> superseded_runs;  // further hidden suffixes awaiting sealing
+  uint64_t flushed_lsn = 0;   // every record <= this is in persisted chunks
+  bool has_latest = false;
+  Point latest;                // the visible point with the highest step
+  uint32_t next_chunk_no = 0;
+
+  // Records a rewind at `step` as generation gen+1: hides head points at or after it (moving them
+  // to the superseded buffers) and marks sealed chunks. Caller holds mu exclusively.
+  void RewindAt(int64_t step);
+
+ private:
+  const SeriesId id_;
+  const SeriesKey key_;
+};
+
+}  // namespace trainwatch::storage

@@ -1,0 +1,33 @@
+// Names that identify runs and series.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace trainwatch::storage {
+
+struct RunKey {
+  std::string project;
+  std::string run;
+  bool operator==(const RunKey&) const = default;
+  auto operator<=>(const RunKey&) const = default;
+};
+
+struct SeriesKey {
+  std::string project;
+  std::string run;
+  std::string metric;
+  bool operator==(const SeriesKey&) const = default;
+  RunKey run_key() const { return {project, run}; }
+};
+
+using SeriesId = uint64_t;
+
+struct RunKeyHash {
+  size_t operator()(const RunKey& k) const {
+    return std::hash<std::string>()(k.project) * 31 ^ std::hash<std::string>()(k.run);
+  }
+};
+
+}  // namespace trainwatch::storage

@@ -1,0 +1,230 @@
+// WalLog: opening, appending (the group-commit writer thread), truncation and closing.
+// Recovery and Replay live in wal_replay.cc.
+#include "storage/wal/wal_log.h"
+
+#include <utility>
+
+#include "storage/wal/wal_format.h"
+#include "storage/wal/wal_writer.h"
+
+namespace trainwatch::storage::wal {
+
+WalLog::WalLog(FileSystem& fs, std::string dir, WalOptions options)
+    : fs_(fs), dir_(std::move(dir)), options_(options) {}
+
+Result<std::unique_ptr<WalLog>> WalLog::Open(FileSystem& fs, std::string dir, WalOptions options) {
+  if (options.segment_bytes == 0) return Status::InvalidArgument("WAL segment_bytes must be > 0");
+  if (options.max_queue_bytes == 0) {
+    return Status::InvalidArgument("WAL max_queue_bytes must be > 0");
+  }
+  if (options.max_record_bytes > kMaxRecordBytes) {
+    return Status::InvalidArgument("WAL max_record_bytes must be at most " +
+                                   std::to_string(kMaxRecordBytes));
+  }
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  std::unique_ptr<WalLog> log(new WalLog(fs, std::move(dir), options));
+  TW_RETURN_IF_ERROR(log->Recover().WithContext("opening WAL in " + log->dir_));
+  std::lock_guard<std::mutex> close_lock(log->close_mu_);
+  log->writer_ = std::thread(&WalLog::WriterLoop, log.get());
+  std::lock_guard<std::mutex> lock(log->mu_);
+  log->writer_id_ = log->writer_.get_id();
+  return log;
+}
+
+WalLog::~WalLog() { Close(); }
+
+std::string WalLog::SegmentPath(uint64_t first_lsn) const {
+  return dir_ + "/" + SegmentFileName(first_lsn);
+}
+
+void WalLog::Append(std::string record, AppendCallback done) {
+  Status refused;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (record.size() > options_.max_record_bytes) {
+      refused = Status::InvalidArgument("WAL record of " + std::to_string(record.size()) +
+                                        " bytes exceeds the maximum of " +
+                                        std::to_string(options_.max_record_bytes));
+    } else {
+      // The writer thread never waits: only it can make room.
+      const bool may_wait = std::this_thread::get_id() != writer_id_;
+      auto must_wait = [&] {
+        return may_wait && !closing_ && failure_.ok() && stats_.queued_bytes > 0 &&
+               stats_.queued_bytes + record.size() > options_.max_queue_bytes;
+      };
+      if (must_wait()) {
+        ++stats_.backpressure_waits;
+        space_cv_.wait(lock, [&] { return !must_wait(); });
+      }
+      if (closing_) {
+        refused = Status::Unavailable("WAL " + dir_ + " is closed");
+      } else if (!failure_.ok()) {
+        refused = failure_;
+      }
+    }
+    if (refused.ok()) {
+      stats_.queued_bytes += record.size();
+      appended_ = true;
+      queue_.push_back(Pending{next_lsn_++, std::move(record), std::move(done)});
+      work_cv_.notify_one();
+      return;
+    }
+    ++stats_.failed_appends;
+  }
+  done(refused, 0);
+}
+
+void WalLog::WriterLoop() {
+  std::vector<Pending> group;
+  while (true) {
+    Status failure;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      work_cv_.wait(lock, [&] { return !queue_.empty() || closing_; });
+      if (queue_.empty()) break;  // closing, and everything queued is done
+      group.swap(queue_);
+      failure = failure_;
+    }
+
+    WalStats delta;
+    Status status = failure.ok() ? WriteGroup(group, &delta) : failure;
+    uint64_t payload = 0;
+    for (Pending& p : group) {
+      payload += p.record.size();
+      std::string().swap(p.record);  // the callbacks need only the LSN
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stats_.queued_bytes -= payload;
+      stats_.syncs += delta.syncs;
+      if (status.ok()) {
+        stats_.appends += group.size();
+        stats_.groups += 1;
+        stats_.bytes_written += delta.bytes_written;
+        stats_.payload_bytes += payload;
+      } else {
+        stats_.failed_appends += group.size();
+        if (failure_.ok()) failure_ = status.WithContext("WAL stopped after a write failure");
+      }
+      space_cv_.notify_all();
+    }
+    for (Pending& p : group) p.done(status, p.lsn);
+    group.clear();
+  }
+  if (active_ != nullptr) {
+    Status s = active_->Close();
+    active_.reset();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!s.ok() && failure_.ok()) failure_ = s;
+  }
+}
+
+Status WalLog::WriteGroup(const std::vector<Pending>& group, WalStats* delta) {
+  bool new_segment = false;
+  for (const Pending& p : group) {
+    const uint64_t framed = kRecordHeaderSize + p.record.size();
+    if (active_ == nullptr ||
+        (active_->records() > 0 && active_->size() + framed > options_.segment_bytes)) {
+      TW_RETURN_IF_ERROR(StartSegment(p.lsn, delta));
+      new_segment = true;
+    }
+    active_->Add(p.lsn, p.record);
+    delta->bytes_written += framed;
+  }
+  TW_RETURN_IF_ERROR(active_->Sync());  // one write and one fdatasync for the whole group
+  ++delta->syncs;
+  if (new_segment) {
+    // A new file survives a crash only once its directory entry is durable.
+    TW_RETURN_IF_ERROR(fs_.SyncDir(dir_).WithContext("syncing WAL directory"));
+    ++delta->syncs;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  segments_.back().bytes = active_->size();
+  return Status::Ok();
+}
+
+Status WalLog::StartSegment(uint64_t lsn, WalStats* delta) {
+  if (active_ != nullptr) {
+    TW_RETURN_IF_ERROR(active_->Sync());
+    ++delta->syncs;
+    TW_RETURN_IF_ERROR(active_->Close());
+    std::lock_guard<std::mutex> lock(mu_);
+    segments_.back().bytes = active_->size();
+    active_.reset();
+  }
+  TW_ASSIGN_OR_RETURN(active_, SegmentWriter::Create(fs_, SegmentPath(lsn), lsn));
+  delta->bytes_written += kSegmentHeaderSize;
+  std::lock_guard<std::mutex> lock(mu_);
+  // Recovery may have left an empty placeholder with this very name (see Recover); reuse its entry.
+  if (segments_.empty() || segments_.back().first_lsn != lsn) segments_.push_back({lsn, 0});
+  return Status::Ok();
+}
+
+Status WalLog::TruncateBefore(uint64_t lsn) {
+  std::lock_guard<std::mutex> truncate_lock(truncate_mu_);
+  std::vector<uint64_t> doomed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // Segment i holds LSNs [first_i, first_{i+1}); the last one has no successor and stays.
+    for (size_t i = 0; i + 1 < segments_.size() && segments_[i + 1].first_lsn <= lsn; ++i) {
+      doomed.push_back(segments_[i].first_lsn);
+    }
+  }
+  if (doomed.empty()) return Status::Ok();
+  Status status;
+  size_t removed = 0;
+  for (; removed < doomed.size(); ++removed) {
+    status = fs_.RemoveFile(SegmentPath(doomed[removed]));
+    if (status.code() == StatusCode::kNotFound) status = Status::Ok();
+    if (!status.ok()) break;
+  }
+  {
+    // Only TruncateBefore removes entries, and only from the front, so the first `removed`
+    // entries are still the ones removed.
+    std::lock_guard<std::mutex> lock(mu_);
+    segments_.erase(segments_.begin(), segments_.begin() + static_cast<ptrdiff_t>(removed));
+  }
+  TW_RETURN_IF_ERROR(status.WithContext("truncating WAL before lsn " + std::to_string(lsn)));
+  return fs_.SyncDir(dir_).WithContext("truncating WAL before lsn " + std::to_string(lsn));
+}
+
+uint64_t WalLog::NextLsn() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return next_lsn_;
+}
+
+uint64_t WalLog::DiskBytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t total = 0;
+  for (const Segment& s : segments_) total += s.bytes;
+  return total;
+}
+
+void WalLog::Close() {
+  bool on_writer;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    closing_ = true;
+    on_writer = std::this_thread::get_id() == writer_id_;
+  }
+  work_cv_.notify_all();
+  space_cv_.notify_all();
+  if (on_writer) return;  // called from a callback: the writer exits once the queue is drained
+  std::lock_guard<std::mutex> close_lock(close_mu_);
+  if (writer_.joinable()) writer_.join();
+}
+
+WalStats WalLog::Stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  WalStats stats = stats_;
+  stats.segments = segments_.size();
+  for (const Segment& s : segments_) stats.disk_bytes += s.bytes;
+  return stats;
+}
+
+Status WalLog::health() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return failure_;
+}
+
+}  // namespace trainwatch::storage::wal

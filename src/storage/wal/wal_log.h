@@ -1,0 +1,156 @@
+// WalLog: the single-node Log, a directory of segment files written with group commit.
+//
+// Format: wal_format.h and docs/format/wal.md.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/file_system.h"
+#include "common/status.h"
+#include "storage/log.h"
+
+namespace trainwatch::storage::wal {
+
+class SegmentWriter;
+
+struct WalOptions {
+  // A new segment is started when the next record would take the active one past this many
+  // bytes. A segment always takes at least one record, so a larger record gets one of its own.
+  uint64_t segment_bytes = uint64_t{64} << 20;
+  // Backpressure: records appended but not yet written and synced may hold at most this many
+  // payload bytes; Append blocks until the writer makes room. A record larger than this is let in
+  // once nothing else is pending.
+  uint64_t max_queue_bytes = uint64_t{256} << 20;
+  // Larger records are refused (InvalidArgument). At most kMaxRecordBytes (1 GiB), the format's
+  // limit.
+  uint64_t max_record_bytes = uint64_t{1} << 30;
+};
+
+// Counters for metrics; a snapshot taken by WalLog::Stats().
+struct WalStats {
+  uint64_t appends = 0;          // records made durable
+  uint64_t failed_appends = 0;   // records whose callback got an error
+  uint64_t groups = 0;           // group commits, each ending in one fdatasync
+  uint64_t syncs = 0;            // fdatasync and directory fsync calls, segment rolls included
+  uint64_t bytes_written = 0;    // bytes written to segments, headers and framing included
+  uint64_t payload_bytes = 0;    // payload bytes of the records made durable
+  uint64_t backpressure_waits = 0;  // Append calls that blocked on max_queue_bytes
+  uint64_t queued_bytes = 0;     // gauge: payload bytes appended and not yet durable
+  uint64_t segments = 0;         // gauge: segment files
+  uint64_t disk_bytes = 0;       // gauge: bytes of all segment files
+};
+
+// Thread-safe. Appends from any number of threads are queued; one writer thread owned by the log
+// takes everything queued, writes it with one write call, syncs once (group commit), then runs the
+// callbacks in LSN order, one at a time. While it syncs, new appends queue for the next group.
+//
+// Failure model: an I/O error while writing or syncing fails every callback of that group and
+// stops the log for good ("fail-stop"): later appends fail with that error. After a failed fsync
+// the kernel may have dropped the dirty pages and cleared the error, so the file's contents are
+// unknown and a retried fsync could report success for data that is gone; the only safe recovery
+// is to restart and recover from what is on disk. health() returns the error for the server to
+// report.
+//
+// Callbacks run on the writer thread: they should be quick, and may call Append (which then never
+// blocks on backpressure) and Close (which then returns without waiting), but must not destroy
+// the log. Appends the log refuses at once (after Close, after a fail-stop, over
+// max_record_bytes) run their callback inline on the calling thread with the error and lsn 0; such
+// records take no LSN.
+class WalLog final : public Log {
+ public:
+  // Opens (creating if needed) the WAL in `dir`. Finds the segments and recovers the last one: a
+  // torn or corrupt tail is truncated away (reported by the next Replay), so NextLsn() and
+  // Append() are right even if Replay is never called. The next Append starts a new segment.
+  // `fs` must outlive the log. Returns InvalidArgument for bad options, or the file system error.
+  static Result<std::unique_ptr<WalLog>> Open(FileSystem& fs, std::string dir,
+                                              WalOptions options = {});
+
+  // Closes (see Close) and waits for the writer thread.
+  ~WalLog() override;
+  WalLog(const WalLog&) = delete;
+  WalLog& operator=(const WalLog&) = delete;
+
+  // See Log::Append and the class comment. Blocks while max_queue_bytes are pending.
+  void Append(std::string record, AppendCallback done) override;
+
+  // See Log::Replay. Reads segments in order, skipping those wholly below from_lsn (from_lsn 0
+  // means "from the oldest record kept"). A bad record in a segment other than the last is
+  // reported (file, offset, reason) and the rest of that segment skipped; replay goes on with the
+  // next segment. LSN gaps are reported, including records from from_lsn on that are missing at
+  // the start or end. Returns InvalidArgument once an Append was accepted, the file system's
+  // error if a segment cannot be read, or fn's error (with the LSN as context).
+  Result<ReplayStats> Replay(
+      uint64_t from_lsn,
+      const std::function<Status(uint64_t lsn, std::string_view record)>& fn) override;
+
+  // Deletes the segments whose records all have LSN < lsn, never the last one, then syncs the
+  // directory. Safe to call at any time, concurrently with Append.
+  Status TruncateBefore(uint64_t lsn) override;
+
+  uint64_t NextLsn() const override;
+  uint64_t DiskBytes() const override;
+
+  // Lets the writer finish every record queued so far (their callbacks run), stops the writer
+  // thread and closes the active segment; later Appends get Unavailable. Idempotent.
+  void Close() override;
+
+  WalStats Stats() const;
+  // OK, or the error that stopped the log.
+  Status health() const;
+
+ private:
+  struct Pending {
+    uint64_t lsn;
+    std::string record;
+    AppendCallback done;
+  };
+  struct Segment {
+    uint64_t first_lsn;
+    uint64_t bytes;
+  };
+
+  WalLog(FileSystem& fs, std::string dir, WalOptions options);
+
+  // Open's work: lists segments, repairs the last one, sets next_lsn_. (wal_replay.cc)
+  Status Recover();
+  std::string SegmentPath(uint64_t first_lsn) const;
+
+  // The writer thread.
+  void WriterLoop();
+  // Writes and syncs one group, rolling segments as needed. Writer thread only.
+  Status WriteGroup(const std::vector<Pending>& group, WalStats* delta);
+  // Closes the active segment (already synced) and starts one whose first record is `lsn`.
+  Status StartSegment(uint64_t lsn, WalStats* delta);
+
+  FileSystem& fs_;
+  const std::string dir_;
+  const WalOptions options_;
+
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_;   // signalled when queue_ gains records or closing_ is set
+  std::condition_variable space_cv_;  // signalled when queued bytes drop, or on close/failure
+  std::vector<Pending> queue_;        // GUARDED_BY(mu_); in LSN order
+  uint64_t next_lsn_ = 1;             // GUARDED_BY(mu_)
+  bool appended_ = false;             // GUARDED_BY(mu_); an Append was accepted
+  bool closing_ = false;              // GUARDED_BY(mu_)
+  Status failure_;                    // GUARDED_BY(mu_); sticky once set
+  std::vector<Segment> segments_;     // GUARDED_BY(mu_); ascending first_lsn, active last
+  WalStats stats_;                    // GUARDED_BY(mu_); queued_bytes is the backpressure gauge
+  std::thread::id writer_id_;         // GUARDED_BY(mu_); set by Open before it returns
+  ReplayStats recovery_;              // GUARDED_BY(mu_); what Open cut off, for Replay to report
+
+  std::mutex truncate_mu_;  // serializes TruncateBefore calls; taken before mu_
+  std::mutex close_mu_;     // serializes joining writer_
+  std::thread writer_;      // GUARDED_BY(close_mu_) once started
+
+  // Writer thread only (and Recover, before the thread starts).
+  std::unique_ptr<SegmentWriter> active_;
+};
+
+}  // namespace trainwatch::storage::wal

@@ -1,0 +1,80 @@
+// Helpers shared by the WAL tests.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "storage/wal/wal_log.h"
+
+namespace trainwatch::storage::wal {
+
+struct Replayed {
+  ReplayStats stats;
+  std::vector<std::pair<uint64_t, std::string>> records;
+};
+
+inline std::pair<uint64_t, std::string> Rec(uint64_t lsn, std::string payload) {
+  return {lsn, std::move(payload)};
+}
+
+// Replays everything from `from_lsn`; fails the test if Replay fails.
+inline Replayed ReplayAll(WalLog& log, uint64_t from_lsn = 0) {
+  Replayed out;
+  auto stats = log.Replay(from_lsn, [&](uint64_t lsn, std::string_view record) {
+    out.records.emplace_back(lsn, std::string(record));
+    return Status::Ok();
+  });
+  EXPECT_TRUE(stats.ok()) << stats.status().ToString();
+  if (stats.ok()) out.stats = *stats;
+  return out;
+}
+
+// Collects append callbacks and lets the test wait for a number of them.
+class CallbackLog {
+ public:
+  Log::AppendCallback Callback() {
+    return [this](const Status& status, uint64_t lsn) {
+      std::lock_guard<std::mutex> lock(mu_);
+      results_.emplace_back(status, lsn);
+      cv_.notify_all();
+    };
+  }
+  // Waits until `n` callbacks have run in all; returns their (status, lsn) in call order.
+  std::vector<std::pair<Status, uint64_t>> WaitFor(size_t n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return results_.size() >= n; });
+    return results_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::pair<Status, uint64_t>> results_;  // GUARDED_BY(mu_)
+};
+
+// Appends `records` and waits for their callbacks, which must all succeed; returns the LSNs.
+inline std::vector<uint64_t> AppendAll(WalLog& log, const std::vector<std::string>& records) {
+  CallbackLog callbacks;
+  for (const std::string& r : records) log.Append(r, callbacks.Callback());
+  std::vector<uint64_t> lsns;
+  for (const auto& [status, lsn] : callbacks.WaitFor(records.size())) {
+    EXPECT_TRUE(status.ok()) << status.ToString();
+    lsns.push_back(lsn);
+  }
+  return lsns;
+}
+
+// A payload that encodes `i`, of roughly `size` bytes.
+inline std::string Payload(uint64_t i, size_t size = 20) {
+  std::string s = "record-" + std::to_string(i) + "-";
+  while (s.size() < size) s += static_cast<char>('a' + (s.size() * 7 + i) % 26);
+  return s;
+}
+
+}  // namespace trainwatch::storage::wal
