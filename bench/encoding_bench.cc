@@ -13,11 +13,10 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "storage/encoding/chunk_codec.h"
 
@@ -264,8 +263,8 @@ int Main(int argc, char** argv) {
     }
   }
 
-  std::printf("%-22s %8s %8s %8s %8s %9s %8s  %s\n", "metric", "val b/pt", "stp b/pt",
-              "tim b/pt", "B/pt", "B/pt -tm", "ratio", "value encoding");
+  std::printf("%-22s %8s %8s %8s %8s %9s %8s  %s\n", "metric", "val b/pt", "stp b/pt", "tim b/pt",
+              "B/pt", "B/pt -tm", "ratio", "value encoding");
   for (size_t m = 0; m < w.metrics.size(); ++m) {
     const MetricTotals& t = totals[m];
     const double n = static_cast<double>(t.points);
@@ -280,17 +279,19 @@ int Main(int argc, char** argv) {
               Dominant(all.time_encodings, all.chunks).c_str());
   std::printf("\n%zu chunks, %zu points, raw %.0f bytes (%.0f B/pt)\n", chunks.size(), all.points,
               kRawBytesPerPoint * n, kRawBytesPerPoint);
-  std::printf("columns: values %.2f bits/pt, steps %.3f bits/pt, times %.2f bits/pt, "
-              "headers %.3f bits/pt\n",
-              8.0 * all.value_bytes / n, 8.0 * all.step_bytes / n, 8.0 * all.time_bytes / n,
-              8.0 * (all.total_bytes - all.value_bytes - all.step_bytes - all.time_bytes) / n);
+  std::printf(
+      "columns: values %.2f bits/pt, steps %.3f bits/pt, times %.2f bits/pt, "
+      "headers %.3f bits/pt\n",
+      8.0 * all.value_bytes / n, 8.0 * all.step_bytes / n, 8.0 * all.time_bytes / n,
+      8.0 * (all.total_bytes - all.value_bytes - all.step_bytes - all.time_bytes) / n);
   std::printf("with a time column per series:   %10zu bytes  %6.3f B/pt  (%.1fx)\n",
               all.total_bytes, all.total_bytes / n, kRawBytesPerPoint * n / all.total_bytes);
   const size_t shared_total = all.absent_total_bytes + shared_time_bytes;
-  std::printf("times absent + 1 column per run: %10zu bytes  %6.3f B/pt  (%.1fx; run time "
-              "columns %zu bytes = %.2f bits per row of %zu rows)\n",
-              shared_total, shared_total / n, kRawBytesPerPoint * n / shared_total,
-              shared_time_bytes, 8.0 * shared_time_bytes / run_rows, run_rows);
+  std::printf(
+      "times absent + 1 column per run: %10zu bytes  %6.3f B/pt  (%.1fx; run time "
+      "columns %zu bytes = %.2f bits per row of %zu rows)\n",
+      shared_total, shared_total / n, kRawBytesPerPoint * n / shared_total, shared_time_bytes,
+      8.0 * shared_time_bytes / run_rows, run_rows);
   std::printf("\nencode: %6.2f M points/s with times, %6.2f M points/s times absent\n",
               n / enc_s / 1e6, n / enc_absent_s / 1e6);
   std::printf("decode: %6.2f M points/s with times, %6.2f M points/s times absent\n",

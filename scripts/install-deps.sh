@@ -11,7 +11,7 @@ APT_PACKAGES=(
   libboost-dev librocksdb-dev libzstd-dev liblz4-dev libre2-dev libssl-dev
   libcurl4-openssl-dev nlohmann-json3-dev libsimdjson-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  pybind11-dev python3-dev python3-numpy python3-pytest python3-grpcio python3-protobuf
+  pybind11-dev python3-dev python3-numpy python3-pytest python3-grpcio python3-protobuf python3-websocket
   curl procps
 )
 

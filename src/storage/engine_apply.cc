@@ -229,9 +229,17 @@ void Engine::Seal(Series& series, uint64_t lsn) {
     series.chunks.push_back(chunk);
     job.chunks.push_back(chunk);
   };
-  if (!series.head.empty()) make_chunk(std::move(series.head), false);
-  for (auto& run : series.superseded_runs) make_chunk(std::move(run), true);
-  if (!series.pending_superseded.empty()) make_chunk(std::move(series.pending_superseded), true);
+  // A big batch can leave a head longer than one chunk may be: cut it into chunk-sized pieces.
+  auto make_chunks = [&](std::vector<Point>& points, bool superseded) {
+    const size_t piece = std::max<size_t>(1, options_.chunk_points);
+    for (size_t start = 0; start < points.size(); start += piece) {
+      size_t end = std::min(points.size(), start + piece);
+      make_chunk(std::vector<Point>(points.begin() + start, points.begin() + end), superseded);
+    }
+  };
+  make_chunks(series.head, false);
+  for (auto& run : series.superseded_runs) make_chunks(run, true);
+  make_chunks(series.pending_superseded, true);
   series.head.clear();
   series.superseded_runs.clear();
   series.pending_superseded.clear();

@@ -1,1 +1,229 @@
+#include "storage/engine.h"
+
+#include <cmath>
+#include <cstring>
+#include <future>
+#include <limits>
+#include <random>
+
 #include <gtest/gtest.h>
+
+#include "common/file_system.h"
+#include "common/testing/temp_dir.h"
+#include "storage/wal/wal_log.h"
+
+namespace trainwatch::storage {
+namespace {
+
+uint64_t Bits(double v) {
+  uint64_t b;
+  std::memcpy(&b, &v, 8);
+  return b;
+}
+
+// An engine over a real WAL and RocksDB in a temp dir, reopenable.
+class EngineTest : public ::testing::Test {
+ protected:
+  void Open(size_t chunk_points = 4) {
+    engine_.reset();
+    auto wal = wal::WalLog::Open(PosixFileSystem(), dir_.Join("wal"));
+    ASSERT_TRUE(wal.ok()) << wal.status().ToString();
+    auto store = ChunkStore::Open(dir_.Join("store"));
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    EngineOptions options;
+    options.chunk_points = chunk_points;
+    auto engine = Engine::Open(options, std::move(wal).value(), std::move(store).value(), clock_,
+                               logger_, metrics_);
+    ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+    engine_ = std::move(engine).value();
+  }
+
+  // Writes one run batch of (step, value) rows for one metric and waits for the ack.
+  WriteOutcome Write(const std::vector<std::pair<int64_t, double>>& rows, const std::string& metric = "loss",
+                     const std::string& writer = "", uint64_t seq = 0) {
+    v1::WriteRequest request;
+    request.set_writer_id(writer);
+    request.set_sequence(seq);
+    v1::RunBatch* batch = request.add_runs();
+    batch->set_project("p");
+    batch->set_run("r");
+    v1::MetricColumn* column = batch->add_metrics();
+    column->set_name(metric);
+    for (auto [step, value] : rows) {
+      batch->add_steps(step);
+      batch->add_times(1767225600.0 + step);
+      column->add_values(value);
+    }
+    std::promise<WriteOutcome> done;
+    engine_->Write(std::move(request), [&](const Status& s, const WriteOutcome& o) {
+      EXPECT_TRUE(s.ok()) << s.ToString();
+      done.set_value(o);
+    });
+    return done.get_future().get();
+  }
+
+  std::vector<Point> Read(const std::string& metric = "loss") {
+    std::vector<Point> out;
+    Status s = engine_->ReadSeries({"p", "r", metric}, {}, &out);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return out;
+  }
+
+  static std::vector<std::pair<int64_t, double>> Steps(const std::vector<Point>& points) {
+    std::vector<std::pair<int64_t, double>> out;
+    for (const Point& p : points) out.emplace_back(p.step, p.value);
+    return out;
+  }
+
+  test::TempDir dir_;
+  ManualClock clock_;
+  Logger logger_{LogLevel::kWarn};
+  MetricsRegistry metrics_;
+  std::unique_ptr<Engine> engine_;
+};
+
+TEST_F(EngineTest, StoresAndReadsBackBitExactIncludingNonFinite) {
+  Open();
+  double payload_nan;
+  uint64_t nan_bits = 0x7FF8DEADBEEF0001ull;
+  std::memcpy(&payload_nan, &nan_bits, 8);
+  std::vector<std::pair<int64_t, double>> rows = {
+      {0, 0.5}, {1, payload_nan}, {2, std::numeric_limits<double>::infinity()},
+      {3, -std::numeric_limits<double>::infinity()}, {4, -0.0}, {5, 1e-310}, {6, 3.25}};
+  WriteOutcome o = Write(rows);
+  EXPECT_EQ(o.points_written, rows.size());
+  for (int reopen = 0; reopen < 2; ++reopen) {
+    std::vector<Point> got = Read();
+    ASSERT_EQ(got.size(), rows.size());
+    for (size_t i = 0; i < rows.size(); ++i) {
+      EXPECT_EQ(got[i].step, rows[i].first);
+      EXPECT_EQ(Bits(got[i].value), Bits(rows[i].second)) << "step " << rows[i].first;
+    }
+    Open();  // the second pass reads sealed chunks from the store
+  }
+}
+
+TEST_F(EngineTest, IdenticalRewriteIsANoOp) {
+  Open();
+  Write({{0, 1.0}, {1, 2.0}, {2, 3.0}});
+  WriteOutcome o = Write({{1, 2.0}, {2, 3.0}});
+  EXPECT_EQ(o.points_written, 0u);
+  EXPECT_EQ(o.points_unchanged, 2u);
+  EXPECT_EQ(o.rewinds, 0u);
+  EXPECT_EQ(Read().size(), 3u);
+}
+
+TEST_F(EngineTest, ChangedValueStartsANewTimelineAndKeepsTheOldOne) {
+  Open(/*chunk_points=*/4);
+  std::vector<std::pair<int64_t, double>> first;
+  for (int s = 0; s < 10; ++s) first.emplace_back(s, 100.0 + s);
+  Write(first);  // seals chunks of 4: steps 0-9 are partly in the store
+  WriteOutcome o = Write({{5, -5.0}, {6, -6.0}});
+  EXPECT_EQ(o.rewinds, 1u);
+  std::vector<std::pair<int64_t, double>> want = {{0, 100}, {1, 101}, {2, 102}, {3, 103}, {4, 104},
+                                                  {5, -5}, {6, -6}};
+  EXPECT_EQ(Steps(Read()), want);
+
+  std::vector<SupersededPoint> hidden;
+  ASSERT_TRUE(engine_->ReadSuperseded({"p", "r", "loss"}, &hidden).ok());
+  std::vector<int64_t> hidden_steps;
+  for (const auto& h : hidden) hidden_steps.push_back(h.point.step);
+  EXPECT_EQ(hidden_steps, (std::vector<int64_t>{5, 6, 7, 8, 9}));
+
+  auto metrics = engine_->ListMetrics("p", "r");
+  ASSERT_EQ(metrics.size(), 1u);
+  EXPECT_EQ(metrics[0].count, 7u);
+  EXPECT_EQ(metrics[0].last_step, 6);
+  EXPECT_EQ(metrics[0].timelines, 2u);
+  EXPECT_EQ(metrics[0].latest.value, -6.0);
+
+  Open(4);  // and the same after a restart
+  EXPECT_EQ(Steps(Read()), want);
+  auto after = engine_->ListMetrics("p", "r");
+  EXPECT_EQ(after[0].count, 7u);
+  EXPECT_EQ(after[0].latest.step, 6);
+}
+
+TEST_F(EngineTest, OutOfOrderPointsFillEmptySteps) {
+  Open(/*chunk_points=*/4);
+  Write({{0, 0}, {2, 2}, {4, 4}, {6, 6}, {8, 8}, {10, 10}});
+  WriteOutcome o = Write({{5, 5}, {1, 1}, {9, 9}});
+  EXPECT_EQ(o.rewinds, 0u);
+  EXPECT_EQ(o.points_written, 3u);
+  std::vector<std::pair<int64_t, double>> want = {{0, 0}, {1, 1}, {2, 2}, {4, 4}, {5, 5},
+                                                  {6, 6}, {8, 8}, {9, 9}, {10, 10}};
+  EXPECT_EQ(Steps(Read()), want);
+  Open(4);
+  EXPECT_EQ(Steps(Read()), want);
+}
+
+TEST_F(EngineTest, RetriedBatchWithSameWriterSequenceAppliesOnce) {
+  Open();
+  Write({{0, 1.0}}, "loss", "writer-a", 1);
+  WriteOutcome again = Write({{0, 1.0}}, "loss", "writer-a", 1);
+  EXPECT_TRUE(again.duplicate_batch);
+  // A batch whose sequence was applied is skipped even if its content differs (no rewind).
+  WriteOutcome stale = Write({{0, 7.0}}, "loss", "writer-a", 1);
+  EXPECT_TRUE(stale.duplicate_batch);
+  Write({{1, 2.0}}, "loss", "writer-a", 2);
+  EXPECT_EQ(Steps(Read()), (std::vector<std::pair<int64_t, double>>{{0, 1.0}, {1, 2.0}}));
+  Open();
+  EXPECT_TRUE(engine_->IsDuplicate("writer-a", 2));
+  EXPECT_FALSE(engine_->IsDuplicate("writer-a", 3));
+}
+
+TEST_F(EngineTest, BatchLargerThanAChunkIsSplit) {
+  Open(/*chunk_points=*/1024);
+  std::vector<std::pair<int64_t, double>> rows;
+  for (int s = 0; s < 100'000; ++s) rows.emplace_back(s, std::sin(s * 0.01));
+  Write(rows);
+  engine_->WaitForSealer();
+  Open(1024);
+  std::vector<Point> got = Read();
+  ASSERT_EQ(got.size(), rows.size());
+  EXPECT_EQ(got.back().step, 99'999);
+}
+
+// Downsampling over sealed chunks, partly hidden chunks and the head equals brute force.
+TEST_F(EngineTest, DownsampleMatchesBruteForce) {
+  Open(/*chunk_points=*/64);
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> noise(0, 1);
+  std::vector<std::pair<int64_t, double>> rows;
+  double v = 0;
+  for (int s = 0; s < 3000; ++s) {
+    v += noise(rng);
+    double x = v;
+    if (s % 577 == 0) x = 1e6;  // single-point spikes
+    if (s % 911 == 0) x = std::numeric_limits<double>::quiet_NaN();
+    rows.emplace_back(s, x);
+  }
+  Write(rows);
+  Write({{1500, 42.0}, {1501, -42.0}});  // a rewind in the middle
+  std::vector<Point> raw = Read();
+  for (uint32_t buckets : {1u, 7u, 100u, 2000u, 5000u}) {
+    for (auto [from, to] : {std::pair<double, double>{0, 1501}, {13.5, 900.25}, {1400, 1501}}) {
+      BucketGrid grid{from, to, buckets};
+      std::vector<Bucket> got;
+      ASSERT_TRUE(engine_->Downsample({"p", "r", "loss"}, XAxis::kStep, grid, &got).ok());
+      Downsampler brute(grid, XAxis::kStep, 0);
+      for (const Point& p : raw) brute.AddPoint(p);
+      std::vector<Bucket> want = brute.Finish();
+      ASSERT_EQ(got.size(), want.size()) << buckets << " buckets over " << from << ".." << to;
+      for (size_t i = 0; i < want.size(); ++i) {
+        EXPECT_EQ(got[i].index, want[i].index);
+        EXPECT_EQ(got[i].count, want[i].count);
+        EXPECT_EQ(got[i].nan_count, want[i].nan_count);
+        EXPECT_EQ(got[i].min, want[i].min);
+        EXPECT_EQ(got[i].max, want[i].max);
+        EXPECT_EQ(got[i].first_step, want[i].first_step);
+        EXPECT_EQ(got[i].last_step, want[i].last_step);
+        EXPECT_EQ(Bits(got[i].first), Bits(want[i].first));
+        EXPECT_EQ(Bits(got[i].last), Bits(want[i].last));
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace trainwatch::storage

@@ -1,5 +1,7 @@
 #include "common/testing/fault_injection_fs.h"
 
+#include <algorithm>
+#include <random>
 #include <utility>
 
 namespace trainwatch::test {
@@ -167,22 +169,32 @@ bool FaultInjectionFileSystem::Exists(const std::string& path) {
   return !down_ && base_.Exists(path);
 }
 
-Status FaultInjectionFileSystem::Crash() {
+Status FaultInjectionFileSystem::Crash() { return CrashImpl(std::nullopt); }
+
+Status FaultInjectionFileSystem::CrashWithTornWrites(uint64_t seed) { return CrashImpl(seed); }
+
+Status FaultInjectionFileSystem::CrashImpl(std::optional<uint64_t> torn_writes_seed) {
   std::lock_guard<std::mutex> lock(mu_);
   down_ = true;
   ++generation_;
+  std::mt19937_64 rng(torn_writes_seed.value_or(0));
   Status result;
-  for (const auto& [path, state] : files_) {
+  for (const auto& [path, state] : files_) {  // std::map: a fixed order, for determinism
     Status s;
-    if (!state.dir_entry_durable) {
-      s = base_.RemoveFile(path);
-      if (s.code() == StatusCode::kNotFound) s = Status::Ok();
+    Result<uint64_t> size = base_.FileSize(path);
+    if (!size.ok()) {
+      s = size.status().code() == StatusCode::kNotFound ? Status::Ok() : size.status();
     } else {
-      Result<uint64_t> size = base_.FileSize(path);
-      if (!size.ok()) {
-        s = size.status().code() == StatusCode::kNotFound ? Status::Ok() : size.status();
-      } else if (*size > state.synced_bytes) {
-        s = base_.Truncate(path, state.synced_bytes);
+      uint64_t keep = std::min(*size, state.synced_bytes);
+      bool remove = !state.dir_entry_durable;
+      if (torn_writes_seed) {
+        keep += rng() % (*size - keep + 1);
+        if (remove) remove = rng() % 2 == 0;
+      }
+      if (remove) {
+        s = base_.RemoveFile(path);
+      } else if (keep < *size) {
+        s = base_.Truncate(path, keep);
       }
     }
     if (result.ok() && !s.ok()) result = s.WithContext("FaultInjectionFileSystem::Crash");

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "common/file_system.h"
@@ -54,6 +55,12 @@ class FaultInjectionFileSystem final : public FileSystem {
   // error only if the base file system failed to truncate or remove something.
   Status Crash();
 
+  // Like Crash(), but as a disk that got part of the unsynced data down before the power went:
+  // each file keeps a random prefix of its unsynced bytes (from none to all), and each file whose
+  // creation was never made durable survives, with such a prefix, half the time. The same seed
+  // and the same files give the same outcome.
+  Status CrashWithTornWrites(uint64_t seed);
+
   // Ends the outage begun by Crash(), as if the process had restarted; everything on disk now
   // counts as durable.
   void Restart();
@@ -81,6 +88,8 @@ class FaultInjectionFileSystem final : public FileSystem {
   Status FileClose(const File& file);
 
   bool AliveLocked(uint64_t generation) const;  // REQUIRES(mu_)
+  // Crash() without a seed, CrashWithTornWrites() with one.
+  Status CrashImpl(std::optional<uint64_t> torn_writes_seed);
 
   FileSystem& base_;
   mutable std::mutex mu_;

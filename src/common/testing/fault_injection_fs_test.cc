@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "common/testing/temp_dir.h"
 
 namespace trainwatch::test {
@@ -112,6 +114,30 @@ TEST_F(FaultInjectionFileSystemTest, WriteFileAtomicSurvivesCrash) {
   ASSERT_TRUE(fs_.Crash().ok());
   fs_.Restart();
   EXPECT_EQ(Read("state"), "v1");
+}
+
+TEST_F(FaultInjectionFileSystemTest, TornWritesKeepAPrefixOfTheUnsyncedBytes) {
+  std::set<std::string> outcomes;
+  for (uint64_t seed = 0; seed < 40; ++seed) {
+    TempDir dir;
+    FaultInjectionFileSystem fs(PosixFileSystem());
+    auto durable = fs.OpenAppendable(dir.Join("durable"));
+    ASSERT_TRUE(fs.SyncDir(dir.path()).ok());
+    ASSERT_TRUE((*durable)->Append("abc").ok());
+    ASSERT_TRUE((*durable)->Sync().ok());
+    ASSERT_TRUE((*durable)->Append("defghij").ok());
+    auto created = fs.OpenAppendable(dir.Join("created"));  // directory never synced again
+    ASSERT_TRUE((*created)->Append("xyz").ok());
+    ASSERT_TRUE((*created)->Sync().ok());
+
+    ASSERT_TRUE(fs.CrashWithTornWrites(seed).ok());
+    std::string contents = *PosixFileSystem().ReadFile(dir.Join("durable"));
+    ASSERT_GE(contents.size(), 3u);
+    EXPECT_EQ(contents, std::string("abcdefghij").substr(0, contents.size()));
+    const bool created_survived = PosixFileSystem().Exists(dir.Join("created"));
+    outcomes.insert(std::to_string(contents.size()) + (created_survived ? "+" : "-"));
+  }
+  EXPECT_GT(outcomes.size(), 4u);  // the seed matters
 }
 
 TEST_F(FaultInjectionFileSystemTest, InjectedWriteErrors) {

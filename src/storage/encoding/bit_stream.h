@@ -1,7 +1,8 @@
 // Bit-granular writer and reader used by the bit-packed int columns and by Gorilla XOR columns.
 //
 // Bit order (docs/format/chunk.md): bits fill each byte from its least significant bit up, bytes in
-// order; a w-bit field is written least significant bit first. The last byte is padded with zero bits.
+// order; a w-bit field is written least significant bit first. The last byte is padded with zero
+// bits.
 #pragma once
 
 #include <cstddef>

@@ -76,12 +76,14 @@ Status UnwrapColumn(const ChunkLayout& layout, int c, std::string* scratch, std:
   const uint8_t tag = layout.tags[c];
   const auto id = static_cast<ColumnEncoding>(tag & ~encoding::kZstdTagBit);
   const bool zstd = (tag & encoding::kZstdTagBit) != 0;
-  const bool allowed = c == kStepColumn   ? id == ColumnEncoding::kInt64
-                       : c == kTimeColumn ? (id == ColumnEncoding::kAbsent || encoding::IsFloatEncoding(id))
-                                          : encoding::IsFloatEncoding(id);
+  const bool allowed = c == kStepColumn ? id == ColumnEncoding::kInt64
+                       : c == kTimeColumn
+                           ? (id == ColumnEncoding::kAbsent || encoding::IsFloatEncoding(id))
+                           : encoding::IsFloatEncoding(id);
   if (!allowed) return Status::Corruption("encoding tag " + std::to_string(tag) + " not allowed");
   if (id == ColumnEncoding::kAbsent) {
-    if (zstd || !layout.payloads[c].empty()) return Status::Corruption("absent column has a payload");
+    if (zstd || !layout.payloads[c].empty())
+      return Status::Corruption("absent column has a payload");
     *raw = {};
     return Status::Ok();
   }
@@ -89,7 +91,8 @@ Status UnwrapColumn(const ChunkLayout& layout, int c, std::string* scratch, std:
     *raw = layout.payloads[c];
     return Status::Ok();
   }
-  TW_RETURN_IF_ERROR(encoding::ZstdDecompress(layout.payloads[c], MaxRawBytes(layout.count), scratch));
+  TW_RETURN_IF_ERROR(
+      encoding::ZstdDecompress(layout.payloads[c], MaxRawBytes(layout.count), scratch));
   *raw = *scratch;
   return Status::Ok();
 }
@@ -124,7 +127,7 @@ Status DecodeColumn(const ChunkLayout& layout, int c, bool describe, DecodedColu
     }
   }
   if (describe) {
-    out->names[c] = c == kStepColumn ? "int." + encoding::DescribeIntColumn(raw)
+    out->names[c] = c == kStepColumn                ? "int." + encoding::DescribeIntColumn(raw)
                     : id == ColumnEncoding::kAbsent ? "absent"
                                                     : encoding::DescribeFloatColumn(id, raw);
     if (layout.tags[c] & encoding::kZstdTagBit) out->names[c] += "+zstd";

@@ -5,55 +5,14 @@
 #include <bit>
 #include <cmath>
 #include <limits>
-#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
-#include "storage/encoding/varint.h"
+#include "storage/encoding/chunk_test_util.h"
 
-namespace trainwatch::storage {
+namespace trainwatch::storage::chunk_testing {
 namespace {
-
-constexpr int64_t kT0Micros = int64_t{1767225600} * 1000000;
-constexpr int64_t kMinStep = std::numeric_limits<int64_t>::min();
-constexpr int64_t kMaxStep = std::numeric_limits<int64_t>::max();
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
-double FromBits(uint64_t bits) { return std::bit_cast<double>(bits); }
-uint64_t Bits(double v) { return std::bit_cast<uint64_t>(v); }
-
-// Times as the workload has them: start + step * 0.25 s + jitter, whole microseconds.
-double TimeAt(int64_t step, int64_t jitter_us) {
-  return static_cast<double>(kT0Micros + step * 250000 + jitter_us) / 1e6;
-}
-
-std::vector<Point> MakeSeries(size_t n, int64_t step_every, uint64_t seed,
-                              double (*value)(size_t i, std::mt19937_64& rng)) {
-  std::mt19937_64 rng(seed);
-  std::vector<Point> points(n);
-  for (size_t i = 0; i < n; ++i) {
-    const int64_t step = static_cast<int64_t>(i) * step_every;
-    points[i] = Point{step, TimeAt(step, static_cast<int64_t>(rng() % 20000)), value(i, rng)};
-  }
-  return points;
-}
-
-double NoisyLoss(size_t i, std::mt19937_64& rng) {
-  std::normal_distribution<double> noise(0, 0.02);
-  return static_cast<float>((2 + 8 * std::exp(-static_cast<double>(i) / 300)) * (1 + noise(rng)));
-}
-double CosineLr(size_t i, std::mt19937_64&) {
-  return 3e-5 + 0.5 * 2.7e-4 * (1 + std::cos(M_PI * static_cast<double>(i) / 3000));
-}
-double Utilisation(size_t, std::mt19937_64& rng) { return static_cast<double>(95 + rng() % 6); }
-double Counter(size_t i, std::mt19937_64&) { return 1000.0 * static_cast<double>(i); }
-double Piecewise(size_t i, std::mt19937_64&) {
-  return static_cast<double>(int64_t{61} * (1 << 30) + static_cast<int64_t>(i / 400) * (1 << 20)) /
-         (1 << 30);
-}
-double Constant(size_t, std::mt19937_64&) { return 0.125; }
-double RandomBits(size_t, std::mt19937_64& rng) { return FromBits(rng()); }
 
 void ExpectBitExact(const std::vector<Point>& got, const std::vector<Point>& want,
                     bool times_absent = false) {
@@ -124,13 +83,20 @@ TEST(ChunkCodec, SpecialValuesRoundTrip) {
   const std::vector<double> specials = {
       FromBits(0x7FF0000000000001ull),  // signalling NaN, lowest payload bit
       FromBits(0xFFF8DEADBEEF0001ull),  // negative quiet NaN with a payload
-      FromBits(0x7FF8000000000000ull), -0.0, 0.0, kInf, -kInf,
+      FromBits(0x7FF8000000000000ull),
+      -0.0,
+      0.0,
+      kInf,
+      -kInf,
       FromBits(1),                      // smallest denormal
       FromBits(0x800FFFFFFFFFFFFFull),  // largest negative denormal
-      std::numeric_limits<double>::max(), std::numeric_limits<double>::lowest(), 1.0 / 3};
+      std::numeric_limits<double>::max(),
+      std::numeric_limits<double>::lowest(),
+      1.0 / 3};
   std::vector<Point> points;
   for (size_t i = 0; i < specials.size(); ++i) {
-    points.push_back(Point{static_cast<int64_t>(i), TimeAt(static_cast<int64_t>(i), 0), specials[i]});
+    points.push_back(
+        Point{static_cast<int64_t>(i), TimeAt(static_cast<int64_t>(i), 0), specials[i]});
   }
   RoundTrip(points);
   // Times with the same oddities (they cannot be microseconds, so they take the float path).
@@ -211,21 +177,9 @@ TEST(ChunkCodec, DecodeAppendsAndLeavesOutputAloneOnFailure) {
   ASSERT_EQ(out.size(), 11u);
   EXPECT_EQ(out[0].step, -5);
   EXPECT_EQ(out[10].step, a[9].step);
-  EXPECT_EQ(DecodeChunk(encoded.substr(0, encoded.size() - 1), &out).code(), StatusCode::kCorruption);
+  EXPECT_EQ(DecodeChunk(encoded.substr(0, encoded.size() - 1), &out).code(),
+            StatusCode::kCorruption);
   EXPECT_EQ(out.size(), 11u);
-}
-
-std::string Header(uint64_t count, uint8_t step_tag, uint8_t time_tag, uint8_t value_tag,
-                   std::vector<std::string> payloads) {
-  std::string out(1, static_cast<char>(kChunkFormatVersion));
-  char buf[encoding::kMaxVarint64Bytes];
-  out.append(buf, encoding::EncodeVarint64(buf, count) - buf);
-  out += static_cast<char>(step_tag);
-  out += static_cast<char>(time_tag);
-  out += static_cast<char>(value_tag);
-  for (const std::string& p : payloads) out.append(buf, encoding::EncodeVarint64(buf, p.size()) - buf);
-  for (const std::string& p : payloads) out += p;
-  return out;
 }
 
 TEST(ChunkCodec, ReportsPreciseCorruption) {
@@ -265,89 +219,5 @@ TEST(ChunkCodec, ReportsPreciseCorruption) {
   EXPECT_NE(s.message().find("steps not increasing at point 1"), std::string::npos) << s.ToString();
 }
 
-// A spread of valid chunks: every column encoding, zstd and not.
-std::vector<std::string> Corpus() {
-  std::vector<std::string> corpus;
-  for (auto* value : {NoisyLoss, CosineLr, Utilisation, Counter, Piecewise, Constant, RandomBits}) {
-    for (size_t n : {1, 3, 64, 700}) {
-      const std::vector<Point> points = MakeSeries(n, 3, n, value);
-      corpus.push_back(*EncodeChunk(points));
-      corpus.push_back(*EncodeChunk(points, {.times_absent = true}));
-    }
-  }
-  return corpus;
-}
-
-// Decodes arbitrary bytes; only OK or Corruption are acceptable, with *out untouched on failure.
-void ExpectGraceful(std::string_view bytes) {
-  std::vector<Point> out = {{1, 2, 3}};
-  Status s = DecodeChunk(bytes, &out);
-  ASSERT_TRUE(s.ok() || s.code() == StatusCode::kCorruption) << s.ToString();
-  if (!s.ok()) {
-    ASSERT_EQ(out.size(), 1u);
-  }
-  Result<ChunkStats> stats = InspectChunk(bytes);
-  ASSERT_EQ(stats.ok(), s.ok()) << stats.status().ToString();
-  if (s.ok()) {
-    ASSERT_EQ(out.size(), 1 + stats->count);
-  }
-}
-
-TEST(ChunkCodecFuzz, EveryTruncationIsCorruption) {
-  for (const std::string& chunk : Corpus()) {
-    ASSERT_TRUE(DecodeChunk(chunk, std::make_unique<std::vector<Point>>().get()).ok());
-    for (size_t len = 0; len < chunk.size(); ++len) {
-      std::vector<Point> out;
-      // A heap copy of exactly `len` bytes, so that sanitizers catch any over-read.
-      const std::string prefix = chunk.substr(0, len);
-      ASSERT_EQ(DecodeChunk(prefix, &out).code(), StatusCode::kCorruption) << len;
-      ASSERT_TRUE(out.empty());
-    }
-  }
-}
-
-TEST(ChunkCodecFuzz, BitFlipsAndByteMutationsNeverCrash) {
-  std::mt19937_64 rng(99);
-  for (const std::string& chunk : Corpus()) {
-    for (int i = 0; i < 300; ++i) {
-      std::string mutated = chunk;
-      const int edits = 1 + static_cast<int>(rng() % 3);
-      for (int e = 0; e < edits; ++e) {
-        const size_t at = rng() % mutated.size();
-        if (rng() % 2) {
-          mutated[at] = static_cast<char>(mutated[at] ^ (1 << (rng() % 8)));
-        } else {
-          mutated[at] = static_cast<char>(rng());
-        }
-      }
-      ExpectGraceful(mutated);
-    }
-  }
-}
-
-TEST(ChunkCodecFuzz, RandomBytesNeverCrash) {
-  std::mt19937_64 rng(1234);
-  for (int i = 0; i < 20000; ++i) {
-    std::string bytes(rng() % 64, '\0');
-    for (char& c : bytes) c = static_cast<char>(rng());
-    if (!bytes.empty() && rng() % 2) bytes[0] = static_cast<char>(kChunkFormatVersion);
-    ExpectGraceful(bytes);
-  }
-}
-
-TEST(ChunkCodecFuzz, ValidHeadersWithRandomPayloadsNeverCrash) {
-  std::mt19937_64 rng(4321);
-  for (int i = 0; i < 20000; ++i) {
-    std::vector<std::string> payloads(3);
-    for (std::string& p : payloads) {
-      p.resize(rng() % 24);
-      for (char& c : p) c = static_cast<char>(rng() % 4 == 0 ? 0 : rng());
-    }
-    const auto tag = [&] { return static_cast<uint8_t>((rng() % 10) | (rng() % 4 == 0 ? 0x80 : 0)); };
-    const uint8_t step_tag = rng() % 2 ? 1 : tag();
-    ExpectGraceful(Header(1 + rng() % 20, step_tag, tag(), tag(), payloads));
-  }
-}
-
 }  // namespace
-}  // namespace trainwatch::storage
+}  // namespace trainwatch::storage::chunk_testing

@@ -26,7 +26,8 @@ const std::array<float, 257>& Log2Fractions() {
 // log2(v) for v >= 1, within 0.006.
 double FastLog2(uint64_t v) {
   const int exponent = std::bit_width(v) - 1;
-  const uint64_t fraction = exponent >= 8 ? (v >> (exponent - 8)) & 0xFF : (v << (8 - exponent)) & 0xFF;
+  const uint64_t fraction =
+      exponent >= 8 ? (v >> (exponent - 8)) & 0xFF : (v << (8 - exponent)) & 0xFF;
   return exponent + Log2Fractions()[fraction];
 }
 
@@ -34,16 +35,26 @@ double FastLog2(uint64_t v) {
 
 std::string_view ColumnEncodingName(ColumnEncoding encoding) {
   switch (encoding) {
-    case ColumnEncoding::kAbsent: return "absent";
-    case ColumnEncoding::kInt64: return "int";
-    case ColumnEncoding::kConstant: return "const";
-    case ColumnEncoding::kDecimal: return "decimal";
-    case ColumnEncoding::kFloat32Split: return "f32.split";
-    case ColumnEncoding::kFloat32Gorilla: return "f32.gorilla";
-    case ColumnEncoding::kFloat32Bits: return "f32.bits";
-    case ColumnEncoding::kFloat64Split: return "f64.split";
-    case ColumnEncoding::kFloat64Gorilla: return "f64.gorilla";
-    case ColumnEncoding::kFloat64Bits: return "f64.bits";
+    case ColumnEncoding::kAbsent:
+      return "absent";
+    case ColumnEncoding::kInt64:
+      return "int";
+    case ColumnEncoding::kConstant:
+      return "const";
+    case ColumnEncoding::kDecimal:
+      return "decimal";
+    case ColumnEncoding::kFloat32Split:
+      return "f32.split";
+    case ColumnEncoding::kFloat32Gorilla:
+      return "f32.gorilla";
+    case ColumnEncoding::kFloat32Bits:
+      return "f32.bits";
+    case ColumnEncoding::kFloat64Split:
+      return "f64.split";
+    case ColumnEncoding::kFloat64Gorilla:
+      return "f64.gorilla";
+    case ColumnEncoding::kFloat64Bits:
+      return "f64.bits";
   }
   return "unknown";
 }

@@ -69,7 +69,8 @@ EncodedColumn EncodeFloatColumn(std::span<const double> values, int zstd_level) 
     picker.Offer(ColumnEncoding::kFloat32Gorilla, GorillaEncode32(patterns32));
     ints.assign(patterns32.begin(), patterns32.end());
     OfferIntColumn(ints, ColumnEncoding::kFloat32Bits, "", &picker);
-    picker.OfferWithZstd(ColumnEncoding::kFloat32Split, ByteStreamSplit(patterns32.data(), n, 4), 4);
+    picker.OfferWithZstd(ColumnEncoding::kFloat32Split, ByteStreamSplit(patterns32.data(), n, 4),
+                         4);
     return picker.Take();
   }
   std::vector<uint64_t> patterns64(n);

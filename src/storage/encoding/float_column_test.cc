@@ -28,8 +28,8 @@ std::string RoundTrip(const std::vector<double>& values, size_t* bytes = nullptr
     EXPECT_TRUE(s.ok()) << s.ToString();
   }
   std::vector<double> decoded(values.size(), 12345.0);
-  Status s = DecodeFloatColumn(column.encoding, raw, static_cast<uint32_t>(values.size()),
-                               decoded.data());
+  Status s =
+      DecodeFloatColumn(column.encoding, raw, static_cast<uint32_t>(values.size()), decoded.data());
   EXPECT_TRUE(s.ok()) << s.ToString();
   for (size_t i = 0; i < values.size(); ++i) {
     EXPECT_EQ(Bits(decoded[i]), Bits(values[i])) << "value " << i << " = " << values[i];
@@ -113,8 +113,8 @@ TEST(FloatColumn, NoisyFloat32StaysFloat32) {
   std::normal_distribution<double> noise(0, 0.02);
   std::vector<double> loss(1024);
   for (size_t i = 0; i < loss.size(); ++i) {
-    loss[i] = static_cast<float>(2.0 + 8.0 * std::exp(-static_cast<double>(i) / 300) *
-                                           (1 + noise(rng)));
+    loss[i] =
+        static_cast<float>(2.0 + 8.0 * std::exp(-static_cast<double>(i) / 300) * (1 + noise(rng)));
   }
   size_t bytes = 0;
   EXPECT_EQ(RoundTrip(loss, &bytes).substr(0, 4), "f32.");
@@ -161,7 +161,8 @@ TEST(FloatColumn, RandomBitPatternsRoundTrip) {
     std::vector<double> values(n);
     for (double& v : values) v = FromBits(rng());
     RoundTrip(values);
-    for (double& v : values) v = static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(rng())));
+    for (double& v : values)
+      v = static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(rng())));
     RoundTrip(values);  // float32 NaNs widen with a 23-bit payload and stay float32
   }
 }
@@ -170,21 +171,21 @@ TEST(FloatColumn, RejectsMalformedPayloads) {
   std::vector<double> out(4);
   EXPECT_EQ(DecodeFloatColumn(ColumnEncoding::kConstant, "1234567", 4, out.data()).code(),
             StatusCode::kCorruption);
-  EXPECT_EQ(DecodeFloatColumn(ColumnEncoding::kFloat64Split, std::string(31, 'x'), 4, out.data())
-                .code(),
-            StatusCode::kCorruption);
-  EXPECT_EQ(DecodeFloatColumn(ColumnEncoding::kFloat32Split, std::string(17, 'x'), 4, out.data())
-                .code(),
-            StatusCode::kCorruption);
+  EXPECT_EQ(
+      DecodeFloatColumn(ColumnEncoding::kFloat64Split, std::string(31, 'x'), 4, out.data()).code(),
+      StatusCode::kCorruption);
+  EXPECT_EQ(
+      DecodeFloatColumn(ColumnEncoding::kFloat32Split, std::string(17, 'x'), 4, out.data()).code(),
+      StatusCode::kCorruption);
   EXPECT_EQ(DecodeFloatColumn(ColumnEncoding::kDecimal, "", 4, out.data()).code(),
             StatusCode::kCorruption);
-  EXPECT_EQ(DecodeFloatColumn(ColumnEncoding::kDecimal, std::string("\x0a\x04\x00\x00", 4), 4,
-                              out.data())
-                .code(),
-            StatusCode::kCorruption);  // 10 digits
+  EXPECT_EQ(
+      DecodeFloatColumn(ColumnEncoding::kDecimal, std::string("\x0a\x04\x00\x00", 4), 4, out.data())
+          .code(),
+      StatusCode::kCorruption);  // 10 digits
   // A float32-bits int column holding a value above 2^32 - 1.
-  EXPECT_EQ(DecodeFloatColumn(ColumnEncoding::kFloat32Bits, std::string("\x00\x80\x80\x80\x80\x20", 6),
-                              1, out.data())
+  EXPECT_EQ(DecodeFloatColumn(ColumnEncoding::kFloat32Bits,
+                              std::string("\x00\x80\x80\x80\x80\x20", 6), 1, out.data())
                 .code(),
             StatusCode::kCorruption);
   EXPECT_EQ(DecodeFloatColumn(ColumnEncoding::kInt64, std::string(8, '\0'), 1, out.data()).code(),

@@ -27,7 +27,9 @@ inline uint64_t DiffAt(std::span<const int64_t> x, int order, size_t i) {
   return at(i) - 2 * at(i - 1) + at(i - 2);
 }
 
-inline size_t ZigZagLength(uint64_t v) { return VarintLength(ZigZagEncode(static_cast<int64_t>(v))); }
+inline size_t ZigZagLength(uint64_t v) {
+  return VarintLength(ZigZagEncode(static_cast<int64_t>(v)));
+}
 
 // What the two layouts of each differencing order cost, in bytes.
 struct LayoutCosts {
@@ -62,7 +64,8 @@ LayoutCosts Cost(std::span<const int64_t> x) {
     if (seeds == n) continue;
     costs.reference[r] = lo[r];
     costs.width[r] = std::bit_width(static_cast<uint64_t>(hi[r]) - static_cast<uint64_t>(lo[r]));
-    costs.bitpacked[r] += VarintLength(ZigZagEncode(lo[r])) + 1 + ((n - seeds) * costs.width[r] + 7) / 8;
+    costs.bitpacked[r] +=
+        VarintLength(ZigZagEncode(lo[r])) + 1 + ((n - seeds) * costs.width[r] + 7) / 8;
   }
   return costs;
 }
@@ -172,7 +175,8 @@ Status DecodeIntColumn(std::string_view payload, uint32_t count, int64_t* out) {
   if (p != limit) return Corrupt(std::to_string(limit - p) + " bytes after the last value");
   for (int r = order; r >= 1; --r) {
     for (size_t i = r; i < count; ++i) {
-      out[i] = static_cast<int64_t>(static_cast<uint64_t>(out[i]) + static_cast<uint64_t>(out[i - 1]));
+      out[i] =
+          static_cast<int64_t>(static_cast<uint64_t>(out[i]) + static_cast<uint64_t>(out[i - 1]));
     }
   }
   return Status::Ok();

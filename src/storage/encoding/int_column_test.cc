@@ -85,7 +85,8 @@ TEST(IntColumn, RejectsMalformedPayloads) {
   std::vector<int64_t> out(8);
   EXPECT_EQ(DecodeIntColumn("", 1, out.data()).code(), StatusCode::kCorruption);
   EXPECT_EQ(DecodeIntColumn("\x03\x00", 1, out.data()).code(), StatusCode::kCorruption);  // order 3
-  EXPECT_EQ(DecodeIntColumn("\x08\x00", 1, out.data()).code(), StatusCode::kCorruption);  // stray bit
+  EXPECT_EQ(DecodeIntColumn("\x08\x00", 1, out.data()).code(),
+            StatusCode::kCorruption);  // stray bit
   // Varint layout: two values wanted, one present; or a byte left over.
   EXPECT_EQ(DecodeIntColumn(std::string("\x00\x02", 2), 2, out.data()).code(),
             StatusCode::kCorruption);

@@ -15,9 +15,7 @@ inline constexpr size_t kMaxVarint64Bytes = 10;
 inline uint64_t ZigZagEncode(int64_t v) {
   return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
 }
-inline int64_t ZigZagDecode(uint64_t u) {
-  return static_cast<int64_t>((u >> 1) ^ (~(u & 1) + 1));
-}
+inline int64_t ZigZagDecode(uint64_t u) { return static_cast<int64_t>((u >> 1) ^ (~(u & 1) + 1)); }
 
 inline size_t VarintLength(uint64_t v) {
   return (static_cast<size_t>(std::bit_width(v | 1)) + 6) / 7;

@@ -74,14 +74,17 @@ Status WalLog::Recover() {
       }
     }
     const uint64_t keep = has_records ? reader.valid_end() : 0;
+    if (keep < contents.size()) TW_RETURN_IF_ERROR(fs_.Truncate(path, keep));
+    {
+      // What a crashed process wrote may still sit only in the page cache. Sync the file (which
+      // also persists a truncation) and the directory, so that everything Replay hands out is
+      // durable and cannot vanish in a later crash after the server has applied it.
+      TW_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, fs_.OpenAppendable(path));
+      TW_RETURN_IF_ERROR(file->Sync());
+      TW_RETURN_IF_ERROR(file->Close());
+      TW_RETURN_IF_ERROR(fs_.SyncDir(dir_));
+    }
     if (keep < contents.size()) {
-      TW_RETURN_IF_ERROR(fs_.Truncate(path, keep));
-      {
-        // fdatasync persists the new size.
-        TW_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, fs_.OpenAppendable(path));
-        TW_RETURN_IF_ERROR(file->Sync());
-        TW_RETURN_IF_ERROR(file->Close());
-      }
       recovery.torn_tail_bytes = contents.size() - keep;
       recovery.report = "segment " + name + ": cut " + std::to_string(contents.size() - keep) +
                         " bytes at offset " + std::to_string(keep) + " (" +
