@@ -66,12 +66,21 @@ Status FaultInjectionFileSystem::FileAppend(const File& file, std::string_view d
 }
 
 Status FaultInjectionFileSystem::FileSync(const File& file) {
+  uint64_t size;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!AliveLocked(file.generation())) return Down();
+    if (!write_error_.ok()) return write_error_;
+    size = file.base().Size();
+  }
+  // Not under the lock: a crash may strike while the sync is in flight, which then counts as
+  // not having completed. Appends to this file cannot run meanwhile (WritableFile is used by
+  // one thread), so `size` is what the sync covers.
+  TW_RETURN_IF_ERROR(file.base().Sync());
   std::lock_guard<std::mutex> lock(mu_);
   if (!AliveLocked(file.generation())) return Down();
-  if (!write_error_.ok()) return write_error_;
-  TW_RETURN_IF_ERROR(file.base().Sync());
   auto it = files_.find(file.path());
-  if (it != files_.end()) it->second.synced_bytes = file.base().Size();
+  if (it != files_.end()) it->second.synced_bytes = std::max(it->second.synced_bytes, size);
   return Status::Ok();
 }
 

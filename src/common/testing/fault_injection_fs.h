@@ -28,7 +28,8 @@ namespace trainwatch::test {
 //    and the old one is not brought back). Real disks may also reorder or tear within a sync
 //    interval; this model does not.
 //
-// Thread-safe. Every operation takes one lock, so Sync() calls are serialized: fine for tests.
+// Thread-safe. Every operation but the sync itself runs under one lock, so that Crash() sees it
+// entirely before or entirely after; a sync that a crash overtakes fails and counts for nothing.
 class FaultInjectionFileSystem final : public FileSystem {
  public:
   // `base` must outlive this object and every file it hands out.
