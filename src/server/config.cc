@@ -27,6 +27,10 @@ constexpr Setting kSettings[] = {
     {"--max-body-bytes", "TRAINWATCH_MAX_BODY_BYTES", "max_body_bytes", "largest request body (default 64 MiB)"},
     {"--max-metrics-per-run", "TRAINWATCH_MAX_METRICS_PER_RUN", "max_metrics_per_run", "default 10000"},
     {"--max-series-per-project", "TRAINWATCH_MAX_SERIES_PER_PROJECT", "max_series_per_project", "default 1000000"},
+    {"--retention", "TRAINWATCH_RETENTION", "retention", "maximum age per project, e.g. \"p1=30d,p2=12h\""},
+    {"--disk-guard-percent", "TRAINWATCH_DISK_GUARD_PERCENT", "disk_guard_percent", "default 95"},
+    {"--disk-guard-min-age", "TRAINWATCH_DISK_GUARD_MIN_AGE", "disk_guard_min_age", "finished runs older than this may be deleted when the disk is full (default 7d)"},
+    {"--retention-interval", "TRAINWATCH_RETENTION_INTERVAL", "retention_interval", "how often retention runs (default 60s)"},
 };
 
 Result<uint64_t> ParseCount(const std::string& name, const std::string& text) {
@@ -53,6 +57,31 @@ Status Apply(ServerConfig* c, const std::string& key, const std::string& value, 
     }
   } else if (key == "api_key") {
     c->api_key = value;
+  } else if (key == "retention") {
+    size_t start = 0;
+    while (start < value.size()) {
+      size_t comma = value.find(',', start);
+      std::string item = value.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      start = comma == std::string::npos ? value.size() : comma + 1;
+      size_t eq = item.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        return Status::InvalidArgument(where + ": retention entries look like project=30d, got '" + item + "'");
+      }
+      Result<double> age = ParseDuration(item.substr(eq + 1));
+      if (!age.ok()) return wrap(age.status());
+      c->retention_max_age[item.substr(0, eq)] = *age;
+    }
+  } else if (key == "disk_guard_min_age" || key == "retention_interval") {
+    Result<double> d = ParseDuration(value);
+    if (!d.ok()) return wrap(d.status());
+    (key == "disk_guard_min_age" ? c->disk_guard_min_age_seconds : c->retention_interval_seconds) = *d;
+  } else if (key == "disk_guard_percent") {
+    double v = 0;
+    auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+    if (ec != std::errc() || ptr != value.data() + value.size() || v <= 0 || v > 100) {
+      return Status::InvalidArgument(where + ": disk_guard_percent must be in (0, 100]");
+    }
+    c->disk_guard_percent = v;
   } else {
     Result<uint64_t> n = ParseCount(where, value);
     if (!n.ok()) return n.status();
@@ -80,6 +109,13 @@ Status ApplyYaml(ServerConfig* c, const std::string& path) {
     bool known = false;
     for (const Setting& s : kSettings) known |= key == s.yaml;
     if (!known) return Status::InvalidArgument(where + ": unknown setting '" + key + "'");
+    if (key == "retention" && entry.second.IsMap()) {
+      for (const auto& project : entry.second) {
+        std::string item = project.first.as<std::string>() + "=" + project.second.as<std::string>();
+        TW_RETURN_IF_ERROR(Apply(c, key, item, where));
+      }
+      continue;
+    }
     if (!entry.second.IsScalar()) return Status::InvalidArgument(where + ": '" + key + "' must be a scalar");
     TW_RETURN_IF_ERROR(Apply(c, key, entry.second.as<std::string>(), where));
   }
@@ -87,6 +123,21 @@ Status ApplyYaml(ServerConfig* c, const std::string& path) {
 }
 
 }  // namespace
+
+Result<double> ParseDuration(const std::string& text) {
+  double v = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || v < 0) return Status::InvalidArgument("bad duration '" + text + "'");
+  std::string_view unit(ptr, text.data() + text.size() - ptr);
+  double scale = 1;
+  if (unit.empty() || unit == "s") scale = 1;
+  else if (unit == "m") scale = 60;
+  else if (unit == "h") scale = 3600;
+  else if (unit == "d") scale = 86400;
+  else if (unit == "w") scale = 7 * 86400;
+  else return Status::InvalidArgument("bad duration unit in '" + text + "' (s, m, h, d, w)");
+  return v * scale;
+}
 
 bool HostPort::IsLoopback() const {
   return host == "localhost" || host == "::1" || host.starts_with("127.");

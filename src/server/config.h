@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -33,7 +34,16 @@ struct ServerConfig {
   int http_threads = 2;
   ingest::IngestLimits limits;
   uint64_t checkpoint_log_bytes = 512ull << 20;
+  // Retention: project -> maximum age in seconds (YAML `retention:` map, or
+  // --retention "p1=30d,p2=12h").
+  std::map<std::string, double> retention_max_age;
+  double disk_guard_percent = 95;
+  double disk_guard_min_age_seconds = 7 * 86400;
+  double retention_interval_seconds = 60;
 };
+
+// Parses a duration: "90" (seconds), "10s", "15m", "12h", "30d", "2w".
+Result<double> ParseDuration(const std::string& text);
 
 // Parses `trainwatch serve` arguments (argv after "serve"), reading env and the YAML file.
 // InvalidArgument with the flag, variable or YAML line at fault.

@@ -2,6 +2,10 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
 #include "api/http_server.h"
 #include "api/live_hub.h"
 #include "api/routes.h"
@@ -13,6 +17,7 @@
 #include "ingest/ingestor.h"
 #include "server/data_dir_lock.h"
 #include "storage/chunk_store.h"
+#include "storage/disk_guard.h"
 #include "storage/engine.h"
 #include "storage/wal/wal_log.h"
 
@@ -33,7 +38,35 @@ struct Server::Parts {
   std::unique_ptr<ingest::IngestService> grpc_service;
   std::unique_ptr<grpc::Server> grpc;
   int grpc_port = 0;
+  std::unique_ptr<storage::Retention> retention;
+  std::mutex retention_mu;
+  std::condition_variable retention_cv;
+  bool retention_stop = false;  // GUARDED_BY(retention_mu)
+  std::thread retention_thread;
   bool shut_down = false;
+
+  ~Parts() { StopRetention(); }
+
+  void StopRetention() {
+    {
+      std::lock_guard lock(retention_mu);
+      retention_stop = true;
+    }
+    retention_cv.notify_all();
+    if (retention_thread.joinable()) retention_thread.join();
+  }
+
+  void RetentionLoop() {
+    std::unique_lock lock(retention_mu);
+    for (;;) {
+      auto interval = std::chrono::duration<double>(config.retention_interval_seconds);
+      if (retention_cv.wait_for(lock, interval, [&] { return retention_stop; })) return;
+      lock.unlock();
+      Status s = retention->RunOnce();
+      if (!s.ok()) logger->Error("retention pass", {{"error", s.ToString()}});
+      lock.lock();
+    }
+  }
 };
 
 Server::Server(std::unique_ptr<Parts> parts) : parts_(std::move(parts)) {}
@@ -58,6 +91,17 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   TW_ASSIGN_OR_RETURN(p->engine, storage::Engine::Open(engine_options, std::move(wal), std::move(store),
                                                        p->clock, log, p->metrics));
   p->ingestor = std::make_unique<ingest::Ingestor>(*p->engine, p->clock, config.limits, p->metrics);
+  storage::RetentionOptions retention_options;
+  retention_options.max_age_seconds = config.retention_max_age;
+  retention_options.disk_threshold_percent = config.disk_guard_percent;
+  retention_options.disk_guard_min_age_seconds = config.disk_guard_min_age_seconds;
+  p->retention = std::make_unique<storage::Retention>(
+      *p->engine, p->clock, log, retention_options,
+      [dir = config.data_dir] { return storage::DiskUsedPercent(dir); },
+      [ingestor = p->ingestor.get()](Status refusal) { ingestor->SetRefusal(std::move(refusal)); });
+  Status first_pass = p->retention->RunOnce();  // refuse at once if the disk is already full
+  if (!first_pass.ok()) log.Error("retention pass", {{"error", first_pass.ToString()}});
+  p->retention_thread = std::thread([parts = p.get()] { parts->RetentionLoop(); });
   p->live = std::make_unique<api::LiveHub>(p->metrics);
   p->engine->SetCommitListener([live = p->live.get()](const v1::WriteRequest& request,
                                                       const storage::WriteOutcome& outcome) {
@@ -107,6 +151,7 @@ Status Server::Shutdown() {
   parts_->logger->Info("shutting down: draining writes");
   parts_->grpc->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(10));
   parts_->http->Stop();
+  parts_->StopRetention();
   Status s = parts_->engine->Close();
   parts_->logger->Info("shut down", {{"status", s.ToString()}});
   return s;

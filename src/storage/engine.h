@@ -134,6 +134,14 @@ class Engine {
   Status Downsample(const SeriesKey& key, XAxis axis, const BucketGrid& grid,
                     std::vector<Bucket>* out) const;
 
+  // --- deletion (retention.cc drives these) ---
+  // Deletes a run: its metadata, series and chunks, then checkpoints so that log replay cannot
+  // bring it back. NotFound if there is no such run.
+  Status DeleteRun(const std::string& project, const std::string& run);
+  // Deletes the sealed, persisted chunks of a project's series whose newest point is older than
+  // `cutoff` (unix seconds). Returns the number of points deleted.
+  Result<uint64_t> DeleteChunksOlderThan(const std::string& project, double cutoff);
+
   uint64_t DiskBytes() const;
   uint64_t LogDiskBytes() const { return log_->DiskBytes(); }
   // Waits until every chunk sealed so far is persisted (tests, benchmarks).
@@ -197,6 +205,8 @@ class Engine {
   mutable std::shared_mutex runs_mu_;
   std::map<RunKey, std::unique_ptr<Run>> runs_;  // GUARDED_BY(runs_mu_)
   std::unordered_map<SeriesId, std::unique_ptr<Series>> series_;  // GUARDED_BY(runs_mu_)
+  // Deleted series, emptied but kept alive: a reader may still hold a pointer from FindSeries.
+  std::vector<std::unique_ptr<Series>> deleted_series_;  // GUARDED_BY(runs_mu_)
   std::unordered_map<std::string, size_t> series_per_project_;  // GUARDED_BY(runs_mu_)
   SeriesId next_series_id_ = 1;  // GUARDED_BY(runs_mu_)
 

@@ -1,6 +1,7 @@
 // Test data shared by the chunk codec tests: workload-like series and hand-built chunks.
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -47,6 +48,19 @@ inline double CosineLr(size_t i, std::mt19937_64&) {
 }
 inline double Utilisation(size_t, std::mt19937_64& rng) {
   return static_cast<double>(95 + rng() % 6);
+}
+inline double GpuUtilisation(size_t i, std::mt19937_64& rng) {
+  std::normal_distribution<double> noise(0, 2);
+  return i % 100 < 3 ? static_cast<double>(rng() % 30)
+                     : std::min(100.0, std::round(97 + noise(rng)));
+}
+inline double WeightNorm(size_t i, std::mt19937_64& rng) {
+  std::normal_distribution<double> noise(0, 1e-3);
+  return static_cast<float>(180 * (1 + 0.3 * static_cast<double>(i) / 3000) + noise(rng));
+}
+inline double WarmupLr(size_t i, std::mt19937_64&) { return 1e-6 * static_cast<double>(i + 1); }
+inline double RandomFloat32(size_t, std::mt19937_64& rng) {
+  return static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(rng())));
 }
 inline double Counter(size_t i, std::mt19937_64&) { return 1000.0 * static_cast<double>(i); }
 inline double Piecewise(size_t i, std::mt19937_64&) {

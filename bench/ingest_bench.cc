@@ -1,0 +1,442 @@
+// Ingest benchmark client: pushes a workload into a running server as fast as it acknowledges it
+// and prints wall time, points/s, the server's CPU seconds and points per server CPU-second. Every
+// request is built before the clock starts, so the client's own cost stays small. Prints figures
+// only; never passes or fails on them.
+//
+//   ingest_bench --transport grpc --target 127.0.0.1:8081 --workload wl/workload.jsonl --server-pid P
+//   ingest_bench --transport http --target 127.0.0.1:8080 --shape 8x50x2500 --connections 4
+//   ingest_bench --transport files --target 127.0.0.1:8086 --files wl/influx_lp
+//                --path '/write?db=bench&precision=ns' --points 1000000 --connections 2
+//
+// Transports: grpc (trainwatch.v1.Ingest/Write bidi streams; each stream keeps --inflight batches
+// unacknowledged; acks mean durable), http (POST /api/v1/write NDJSON bodies over keep-alive
+// connections, one request in flight each), files (every file of --files as one POST body to
+// --path: for InfluxDB line protocol). --json-out writes the figures as one JSON object.
+
+#include <grpcpp/grpcpp.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "http_client.h"
+#include "latency.h"
+#include "proc_stats.h"
+#include "trainwatch/v1/ingest.grpc.pb.h"
+#include "workload.h"
+
+namespace trainwatch::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Flags {
+  std::string transport = "grpc";
+  std::string target;
+  std::string workload;  // workload.jsonl
+  std::string shape;     // RxMxS, instead of --workload
+  std::string project;
+  std::string run_prefix = "run_";
+  int streams = 4;
+  int inflight = 8;
+  int rows_per_batch = 1000;
+  bool writer_ids = true;
+  int connections = 4;
+  size_t body_bytes = 4 << 20;
+  std::string files;
+  std::string path = "/api/v1/write";
+  std::string content_type;
+  uint64_t points = 0;  // files transport: the points the files hold
+  int server_pid = 0;
+  double max_seconds = 0;  // stop submitting after this long (0: send everything)
+  double rate = 0;         // points/s over all lanes (0: as fast as acknowledged)
+  std::string json_out;
+  std::string label;
+};
+
+const char kUsage[] =
+    "usage: ingest_bench --transport grpc|http|files --target HOST:PORT\n"
+    "  (--workload FILE.jsonl | --shape RUNSxMETRICSxSTEPS [--run-prefix P] | --files DIR --points N)\n"
+    "  [--project P] [--server-pid PID] [--json-out FILE] [--label TEXT]\n"
+    "  grpc:  [--streams 4] [--inflight 8] [--rows-per-batch 1000] [--no-writer-id]\n"
+    "  http:  [--connections 4] [--body-bytes 4194304]\n"
+    "  files: [--connections 4] [--path TARGET] [--content-type TYPE]\n"
+    "  [--max-seconds S] [--rate POINTS_PER_S]\n";
+
+bool ParseFlags(int argc, char** argv, Flags* f) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "%s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--transport") f->transport = value();
+    else if (a == "--target") f->target = value();
+    else if (a == "--workload") f->workload = value();
+    else if (a == "--shape") f->shape = value();
+    else if (a == "--project") f->project = value();
+    else if (a == "--run-prefix") f->run_prefix = value();
+    else if (a == "--streams") f->streams = std::atoi(value().c_str());
+    else if (a == "--inflight") f->inflight = std::atoi(value().c_str());
+    else if (a == "--rows-per-batch") f->rows_per_batch = std::atoi(value().c_str());
+    else if (a == "--no-writer-id") f->writer_ids = false;
+    else if (a == "--connections") f->connections = std::atoi(value().c_str());
+    else if (a == "--body-bytes") f->body_bytes = std::strtoull(value().c_str(), nullptr, 10);
+    else if (a == "--files") f->files = value();
+    else if (a == "--path") f->path = value();
+    else if (a == "--content-type") f->content_type = value();
+    else if (a == "--points") f->points = std::strtoull(value().c_str(), nullptr, 10);
+    else if (a == "--server-pid") f->server_pid = std::atoi(value().c_str());
+    else if (a == "--max-seconds") f->max_seconds = std::atof(value().c_str());
+    else if (a == "--rate") f->rate = std::atof(value().c_str());
+    else if (a == "--json-out") f->json_out = value();
+    else if (a == "--label") f->label = value();
+    else return false;
+  }
+  bool source = f->transport == "files" ? !f->files.empty() : (!f->workload.empty() != !f->shape.empty());
+  return !f->target.empty() && source && f->streams > 0 && f->inflight > 0 && f->connections > 0 &&
+         f->rows_per_batch > 0 && (f->transport == "grpc" || f->transport == "http" || f->transport == "files");
+}
+
+// What one lane (a stream or a connection) did.
+struct LaneResult {
+  uint64_t requests = 0;
+  uint64_t points_sent = 0;
+  uint64_t points_accepted = 0;
+  uint64_t points_rejected = 0;
+  uint64_t failed_requests = 0;
+  std::string first_error;
+  std::vector<double> latencies;  // seconds from a request sent to its (durable) acknowledgement
+};
+
+// Paces one lane to `rate` points/s (0: no pacing) and stops it after `max_seconds` (0: never).
+class Pacer {
+ public:
+  Pacer(Clock::time_point start, double rate, double max_seconds)
+      : start_(start), rate_(rate), max_seconds_(max_seconds) {}
+  // Waits until `points_so_far` may be sent; false once the time limit has passed.
+  bool Admit(uint64_t points_so_far) const {
+    if (rate_ > 0) std::this_thread::sleep_until(start_ + Seconds(points_so_far / rate_));
+    return max_seconds_ <= 0 || Clock::now() - start_ < Seconds(max_seconds_);
+  }
+
+ private:
+  static Clock::duration Seconds(double s) {
+    return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+  }
+  Clock::time_point start_;
+  double rate_, max_seconds_;
+};
+
+// --- gRPC ---
+
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target, int lane) {
+  grpc::ChannelArguments args;
+  args.SetMaxSendMessageSize(-1);
+  args.SetMaxReceiveMessageSize(-1);
+  args.SetInt("trainwatch.bench.lane", lane);  // distinct args: one TCP connection per stream
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+}
+
+void RunGrpcLane(const std::shared_ptr<grpc::Channel>& channel, std::vector<ProtoBatch>& batches,
+                 int inflight, const Pacer& pacer, LaneResult* out) {
+  auto stub = v1::Ingest::NewStub(channel);
+  grpc::ClientContext context;
+  auto stream = stub->Write(&context);
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<Clock::time_point> sent;  // GUARDED_BY(mu): send times of unacknowledged batches
+  std::thread reader([&] {
+    v1::WriteAck ack;
+    while (stream->Read(&ack)) {
+      auto now = Clock::now();
+      std::lock_guard lock(mu);
+      if (!sent.empty()) {
+        out->latencies.push_back(std::chrono::duration<double>(now - sent.front()).count());
+        sent.pop_front();
+      }
+      out->points_accepted += ack.points_accepted();
+      out->points_rejected += ack.points_rejected();
+      if (ack.errors_size() > 0) {
+        ++out->failed_requests;
+        if (out->first_error.empty()) out->first_error = ack.errors(0);
+      }
+      cv.notify_all();
+    }
+  });
+  for (ProtoBatch& batch : batches) {
+    {
+      std::unique_lock lock(mu);
+      cv.wait(lock, [&] { return sent.size() < static_cast<size_t>(inflight); });
+    }
+    if (!pacer.Admit(out->points_sent)) break;
+    {
+      std::lock_guard lock(mu);
+      sent.push_back(Clock::now());
+    }
+    if (!stream->Write(batch.request)) break;  // the stream broke; Finish() says why
+    ++out->requests;
+    out->points_sent += batch.points;
+  }
+  stream->WritesDone();
+  reader.join();
+  grpc::Status status = stream->Finish();
+  if (!status.ok()) {
+    ++out->failed_requests;
+    if (out->first_error.empty()) out->first_error = "stream: " + status.error_message();
+  }
+}
+
+// --- HTTP ---
+
+struct HttpBody {
+  std::string body;
+  uint64_t points = 0;
+};
+
+// Reads "points_accepted":N (and rejected) from a trainwatch write response; 0 if absent.
+uint64_t JsonCounter(const std::string& body, const std::string& key) {
+  size_t at = body.find("\"" + key + "\":");
+  return at == std::string::npos ? 0 : std::strtoull(body.c_str() + at + key.size() + 3, nullptr, 10);
+}
+
+void RunHttpLane(const std::string& target, const Flags& flags, const std::vector<HttpBody>& bodies,
+                 const Pacer& pacer, HttpConnection& conn, LaneResult* out) {
+  const bool trainwatch = flags.transport == "http";
+  const std::string content_type = !flags.content_type.empty() ? flags.content_type
+                                   : trainwatch               ? "application/x-ndjson"
+                                                              : "text/plain";
+  HttpReply reply;
+  std::string error;
+  for (const HttpBody& b : bodies) {
+    if (!pacer.Admit(out->points_sent)) break;
+    auto t0 = Clock::now();
+    if (!conn.Request("POST", flags.path, content_type, b.body, &reply, &error)) {
+      ++out->failed_requests;
+      if (out->first_error.empty()) out->first_error = error;
+      break;
+    }
+    out->latencies.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    ++out->requests;
+    out->points_sent += b.points;
+    if (reply.status / 100 != 2) {
+      ++out->failed_requests;
+      if (out->first_error.empty()) out->first_error = "HTTP " + std::to_string(reply.status) + ": " + reply.body.substr(0, 300);
+    }
+    if (trainwatch) {
+      out->points_accepted += JsonCounter(reply.body, "points_accepted");
+      out->points_rejected += JsonCounter(reply.body, "points_rejected");
+    } else if (reply.status / 100 == 2) {
+      out->points_accepted += b.points;  // InfluxDB answers 204 with no counts
+    }
+  }
+}
+
+// Every file of `dir` (sorted by name) as one body; `total_points` spread by byte share.
+std::vector<std::vector<HttpBody>> LoadFileBodies(const std::string& dir, uint64_t total_points,
+                                                  int lanes) {
+  std::vector<std::filesystem::path> paths;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.is_regular_file()) paths.push_back(entry.path());
+  }
+  std::sort(paths.begin(), paths.end());
+  std::vector<std::vector<HttpBody>> out(static_cast<size_t>(lanes));
+  std::vector<HttpBody*> all;
+  uint64_t total_bytes = 0;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    std::ifstream in(paths[i], std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    auto& lane = out[i % static_cast<size_t>(lanes)];
+    lane.push_back(HttpBody{ss.str(), 0});
+    total_bytes += lane.back().body.size();
+  }
+  uint64_t assigned = 0, bytes_seen = 0;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    HttpBody& b = out[i % static_cast<size_t>(lanes)][i / static_cast<size_t>(lanes)];
+    bytes_seen += b.body.size();
+    uint64_t upto = total_bytes ? total_points * bytes_seen / total_bytes : 0;
+    b.points = upto - assigned;
+    assigned = upto;
+  }
+  return out;
+}
+
+// --- report ---
+
+void Report(const Flags& flags, const std::vector<LaneResult>& lanes, double wall, double server_cpu,
+            double client_cpu, const std::string& shape) {
+  LaneResult total;
+  std::vector<double> latencies;
+  for (const LaneResult& l : lanes) {
+    total.requests += l.requests;
+    total.points_sent += l.points_sent;
+    total.points_accepted += l.points_accepted;
+    total.points_rejected += l.points_rejected;
+    total.failed_requests += l.failed_requests;
+    if (total.first_error.empty()) total.first_error = l.first_error;
+    latencies.insert(latencies.end(), l.latencies.begin(), l.latencies.end());
+  }
+  LatencySummary lat = Summarize(latencies);
+  const double rate = total.points_sent / wall;
+  const double per_cpu = server_cpu > 0 ? total.points_sent / server_cpu : 0;
+  std::printf("ingest %s%s%s: %s\n", flags.transport.c_str(), flags.label.empty() ? "" : " ",
+              flags.label.c_str(), shape.c_str());
+  std::printf("  points           %llu sent, %llu accepted, %llu rejected; %llu requests, %llu failed\n",
+              (unsigned long long)total.points_sent, (unsigned long long)total.points_accepted,
+              (unsigned long long)total.points_rejected, (unsigned long long)total.requests,
+              (unsigned long long)total.failed_requests);
+  if (!total.first_error.empty()) std::printf("  first error      %s\n", total.first_error.c_str());
+  std::printf("  wall             %.3f s  ->  %.3f M points/s\n", wall, rate / 1e6);
+  if (flags.server_pid > 0) {
+    std::printf("  server CPU       %.2f s (%.2f cores busy)  ->  %.3f M points per server CPU-second\n",
+                server_cpu, server_cpu / wall, per_cpu / 1e6);
+  }
+  std::printf("  client CPU       %.2f s (this process, after the bodies were built)\n", client_cpu);
+  std::printf("  ack latency      %s\n", FormatSummary(lat, 1e3, "ms").c_str());
+  std::fflush(stdout);
+  if (!flags.json_out.empty()) {
+    nlohmann::json j = {{"transport", flags.transport}, {"label", flags.label}, {"shape", shape},
+                        {"points_sent", total.points_sent}, {"points_accepted", total.points_accepted},
+                        {"points_rejected", total.points_rejected}, {"requests", total.requests},
+                        {"failed_requests", total.failed_requests}, {"first_error", total.first_error},
+                        {"wall_s", wall}, {"points_per_s", rate}, {"server_cpu_s", server_cpu},
+                        {"points_per_server_cpu_s", per_cpu}, {"client_cpu_s", client_cpu},
+                        {"ack_p50_ms", lat.p50 * 1e3}, {"ack_p99_ms", lat.p99 * 1e3}};
+    std::ofstream(flags.json_out) << j.dump() << "\n";
+  }
+}
+
+int Main(int argc, char** argv) {
+  Flags flags;
+  if (!ParseFlags(argc, argv, &flags)) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  Workload workload;
+  std::string shape;
+  if (flags.transport != "files") {
+    auto t0 = Clock::now();
+    if (!flags.workload.empty()) {
+      std::string error;
+      if (!LoadWorkloadJsonl(flags.workload, &workload, &error)) {
+        std::fprintf(stderr, "ingest_bench: %s\n", error.c_str());
+        return 1;
+      }
+    } else {
+      int r = 0, m = 0;
+      long long s = 0;
+      if (std::sscanf(flags.shape.c_str(), "%dx%dx%lld", &r, &m, &s) != 3 || r <= 0 || m <= 0 || s <= 0) {
+        std::fprintf(stderr, "ingest_bench: --shape wants RUNSxMETRICSxSTEPS\n");
+        return 2;
+      }
+      workload = SyntheticWorkload(r, m, s, flags.run_prefix);
+      workload.project = "bench";
+    }
+    if (!flags.project.empty()) workload.project = flags.project;
+    shape = std::to_string(workload.runs.size()) + " runs x " + std::to_string(workload.metrics.size()) +
+            " metrics, " + std::to_string(workload.points()) + " points";
+    std::fprintf(stderr, "ingest_bench: workload ready in %.1f s (%s)\n",
+                 std::chrono::duration<double>(Clock::now() - t0).count(), shape.c_str());
+  }
+
+  // Build every request and open every connection before the clock starts.
+  const int lanes = flags.transport == "grpc" ? flags.streams : flags.connections;
+  std::vector<std::vector<ProtoBatch>> proto(static_cast<size_t>(lanes));
+  std::vector<std::vector<HttpBody>> bodies(static_cast<size_t>(lanes));
+  if (flags.transport == "grpc") {
+    for (int l = 0; l < lanes; ++l) {
+      proto[l] = BuildProtoBatches(workload, l, lanes, flags.rows_per_batch);
+      if (flags.writer_ids) {
+        std::string writer = "ingest-bench-" + std::to_string(getpid()) + "-" + std::to_string(l);
+        uint64_t seq = 0;
+        for (ProtoBatch& b : proto[l]) {
+          b.request.set_writer_id(writer);
+          b.request.set_sequence(++seq);
+        }
+      }
+    }
+    shape += ", " + std::to_string(flags.streams) + " streams x " + std::to_string(flags.inflight) +
+             " in flight, " + std::to_string(flags.rows_per_batch) + " rows per batch";
+  } else if (flags.transport == "http") {
+    for (int l = 0; l < lanes; ++l) {
+      for (TextBody& t : BuildJsonBodies(workload, l, lanes, flags.body_bytes)) {
+        bodies[l].push_back(HttpBody{std::move(t.body), t.points});
+      }
+    }
+    shape += ", " + std::to_string(lanes) + " connections, NDJSON bodies of ~" +
+             std::to_string(flags.body_bytes >> 10) + " KiB";
+  } else {
+    bodies = LoadFileBodies(flags.files, flags.points, lanes);
+    size_t files = 0;
+    for (auto& b : bodies) files += b.size();
+    shape = std::to_string(flags.points) + " points in " + std::to_string(files) + " files of " +
+            flags.files + ", " + std::to_string(lanes) + " connections";
+  }
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  std::vector<std::unique_ptr<HttpConnection>> conns;
+  std::string host;
+  uint16_t port = 0;
+  for (int l = 0; l < lanes; ++l) {
+    if (flags.transport == "grpc") {
+      channels.push_back(MakeChannel(flags.target, l));
+      if (!channels.back()->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(10))) {
+        std::fprintf(stderr, "ingest_bench: cannot connect to gRPC %s\n", flags.target.c_str());
+        return 1;
+      }
+    } else {
+      std::string error;
+      conns.push_back(std::make_unique<HttpConnection>());
+      if (!SplitHostPort(flags.target, &host, &port) || !conns.back()->Connect(host, port, &error)) {
+        std::fprintf(stderr, "ingest_bench: %s\n", error.empty() ? "bad --target" : error.c_str());
+        return 1;
+      }
+    }
+  }
+  workload = Workload{};  // the requests hold copies
+
+  std::vector<LaneResult> results(static_cast<size_t>(lanes));
+  const double server_cpu0 = flags.server_pid ? ProcessCpuSeconds(flags.server_pid).value_or(0) : 0;
+  const double client_cpu0 = SelfCpuSeconds();
+  const auto start = Clock::now();
+  {
+    std::vector<std::thread> threads;
+    const double lane_rate = flags.rate / lanes;
+    for (int l = 0; l < lanes; ++l) {
+      threads.emplace_back([&, l] {
+        Pacer pacer(start, lane_rate, flags.max_seconds);
+        if (flags.transport == "grpc") {
+          RunGrpcLane(channels[l], proto[l], flags.inflight, pacer, &results[l]);
+        } else {
+          RunHttpLane(flags.target, flags, bodies[l], pacer, *conns[l], &results[l]);
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+  }
+  const double wall = std::chrono::duration<double>(Clock::now() - start).count();
+  const double server_cpu = flags.server_pid ? ProcessCpuSeconds(flags.server_pid).value_or(0) - server_cpu0 : 0;
+  Report(flags, results, wall, server_cpu, SelfCpuSeconds() - client_cpu0, shape);
+  return 0;
+}
+
+}  // namespace
+}  // namespace trainwatch::bench
+
+int main(int argc, char** argv) { return trainwatch::bench::Main(argc, argv); }

@@ -1,0 +1,96 @@
+#include "storage/disk_guard.h"
+
+#include <sys/statvfs.h>
+
+#include <algorithm>
+#include <cerrno>
+
+namespace trainwatch::storage {
+
+Result<double> DiskUsedPercent(const std::string& path) {
+  struct statvfs st {};
+  if (::statvfs(path.c_str(), &st) != 0) return Status::IoErrorFromErrno("statvfs " + path, errno);
+  double total = static_cast<double>(st.f_blocks) * st.f_frsize;
+  double available = static_cast<double>(st.f_bavail) * st.f_frsize;
+  if (total <= 0) return 0.0;
+  return 100.0 * (total - available) / total;
+}
+
+Retention::Retention(Engine& engine, Clock& clock, Logger& logger, RetentionOptions options,
+                     DiskUsage usage, SetRefusal set_refusal)
+    : engine_(engine),
+      clock_(clock),
+      logger_(logger),
+      options_(std::move(options)),
+      usage_(std::move(usage)),
+      set_refusal_(std::move(set_refusal)) {}
+
+Status Retention::RunOnce() {
+  Status ages = ApplyMaxAges();
+  Status guard = GuardDisk();
+  return ages.ok() ? guard : ages;
+}
+
+Status Retention::ApplyMaxAges() {
+  const double now = clock_.NowUnixSeconds();
+  for (const auto& [project, max_age] : options_.max_age_seconds) {
+    Result<uint64_t> deleted = engine_.DeleteChunksOlderThan(project, now - max_age);
+    if (!deleted.ok()) return deleted.status().WithContext("retention of project " + project);
+    if (*deleted > 0) {
+      logger_.Info("retention deleted old points",
+                   {{"project", project}, {"points", *deleted}, {"max_age_seconds", max_age}});
+    }
+  }
+  return Status::Ok();
+}
+
+Status Retention::GuardDisk() {
+  TW_ASSIGN_OR_RETURN(double used, usage_());
+  if (used <= options_.disk_threshold_percent) {
+    if (refusing_) {
+      logger_.Info("disk guard: space available again; accepting writes", {{"used_percent", used}});
+      set_refusal_(Status::Ok());
+      refusing_ = false;
+    }
+    return Status::Ok();
+  }
+  // Finished runs that ended long enough ago, oldest first.
+  const double cutoff = clock_.NowUnixSeconds() - options_.disk_guard_min_age_seconds;
+  std::vector<RunInfo> candidates;
+  for (RunInfo& run : engine_.ListRuns()) {
+    double ended = run.end_time > 0 ? run.end_time : run.last_write_time;
+    if (run.status == RunStatus::kFinished && ended < cutoff) candidates.push_back(std::move(run));
+  }
+  std::sort(candidates.begin(), candidates.end(), [](const RunInfo& a, const RunInfo& b) {
+    double ea = a.end_time > 0 ? a.end_time : a.last_write_time;
+    double eb = b.end_time > 0 ? b.end_time : b.last_write_time;
+    return ea < eb;
+  });
+  size_t deleted = 0;
+  for (const RunInfo& run : candidates) {
+    logger_.Warn("disk guard: deleting an old finished run",
+                 {{"project", run.project}, {"run", run.id}, {"used_percent", used}});
+    TW_RETURN_IF_ERROR(engine_.DeleteRun(run.project, run.id));
+    ++deleted;
+    if (deleted % 16 == 0 || &run == &candidates.back()) {
+      TW_RETURN_IF_ERROR(engine_.CompactStore());  // deletions free space only once compacted
+      TW_ASSIGN_OR_RETURN(used, usage_());
+      if (used <= options_.disk_threshold_percent) break;
+    }
+  }
+  if (used > options_.disk_threshold_percent && !refusing_) {
+    std::string why = "disk is " + std::to_string(static_cast<int>(used)) +
+                      "% full (limit " + std::to_string(static_cast<int>(options_.disk_threshold_percent)) +
+                      "%) and no finished run older than the guard's minimum age is left to delete; "
+                      "writes are refused until space is freed";
+    logger_.Error("disk guard: refusing writes", {{"used_percent", used}});
+    set_refusal_(Status::ResourceExhausted(why));
+    refusing_ = true;
+  } else if (used <= options_.disk_threshold_percent && refusing_) {
+    set_refusal_(Status::Ok());
+    refusing_ = false;
+  }
+  return Status::Ok();
+}
+
+}  // namespace trainwatch::storage

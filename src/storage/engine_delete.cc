@@ -1,0 +1,91 @@
+// Engine: deleting runs and old chunks (retention and the disk guard).
+#include "storage/engine.h"
+
+namespace trainwatch::storage {
+namespace {
+
+SeriesRecord RecordOf(const Series& series) {
+  SeriesRecord record;
+  record.id = series.id();
+  record.key = series.key();
+  record.gen = series.gen;
+  record.next_chunk_no = series.next_chunk_no;
+  record.flushed_lsn = series.flushed_lsn;
+  record.rewinds = series.rewinds;
+  return record;
+}
+
+}  // namespace
+
+Status Engine::DeleteRun(const std::string& project, const std::string& run) {
+  {
+    std::lock_guard apply_lock(apply_mu_);  // no record may touch the run meanwhile
+    std::unique_ptr<Run> removed;
+    std::vector<std::unique_ptr<Series>> series;
+    {
+      std::unique_lock lock(runs_mu_);
+      auto it = runs_.find(RunKey{project, run});
+      if (it == runs_.end()) return Status::NotFound("no run '" + run + "' in project '" + project + "'");
+      removed = std::move(it->second);
+      runs_.erase(it);
+      for (auto& [metric, s] : removed->series) {
+        auto owned = series_.find(s->id());
+        series.push_back(std::move(owned->second));
+        series_.erase(owned);
+        --series_per_project_[project];
+      }
+    }
+    WaitForSealer();  // a pending seal of these series must not land after the delete
+    for (auto& s : series) {
+      TW_RETURN_IF_ERROR(store_->DeleteSeries(s->id()));
+      std::unique_lock series_lock(s->mu);
+      for (const ChunkRef& chunk : s->chunks) cache_.Erase(s->id(), chunk.chunk_no);
+      s->chunks.clear();
+      s->head.clear();
+      s->pending_superseded.clear();
+      s->superseded_runs.clear();
+      s->has_latest = false;
+    }
+    TW_RETURN_IF_ERROR(store_->DeleteRun(project, run));
+    std::unique_lock lock(runs_mu_);
+    for (auto& s : series) deleted_series_.push_back(std::move(s));
+  }
+  logger_.Info("run deleted", {{"project", project}, {"run", run}});
+  return Checkpoint();
+}
+
+Result<uint64_t> Engine::DeleteChunksOlderThan(const std::string& project, double cutoff) {
+  std::vector<Series*> candidates;
+  {
+    std::shared_lock lock(runs_mu_);
+    for (const auto& [id, series] : series_) {
+      if (series->key().project == project) candidates.push_back(series.get());
+    }
+  }
+  uint64_t deleted = 0;
+  for (Series* series : candidates) {
+    std::vector<uint32_t> nos;
+    SeriesRecord record;
+    {
+      std::unique_lock lock(series->mu);
+      auto& chunks = series->chunks;
+      for (auto it = chunks.begin(); it != chunks.end();) {
+        bool persisted = !it->points && it->encoded_bytes > 0;
+        if (persisted && it->summary.max_time < cutoff) {
+          nos.push_back(it->chunk_no);
+          deleted += it->summary.count;
+          cache_.Erase(series->id(), it->chunk_no);
+          it = chunks.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      if (nos.empty()) continue;
+      record = RecordOf(*series);
+    }
+    TW_RETURN_IF_ERROR(store_->DeleteChunks(record, nos));
+  }
+  return deleted;
+}
+
+}  // namespace trainwatch::storage
