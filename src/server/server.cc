@@ -69,6 +69,28 @@ struct Server::Parts {
   }
 };
 
+namespace {
+
+// The log is owned by the engine, which outlives every reader of the registry (the HTTP server).
+void RegisterWalMetrics(const storage::wal::WalLog& wal, MetricsRegistry& metrics) {
+  auto gauge = [&](const char* name, const char* help, uint64_t storage::wal::WalStats::*field) {
+    metrics.AddGauge(name, help, [&wal, field] { return static_cast<double>(wal.Stats().*field); });
+  };
+  gauge("trainwatch_wal_appends", "Records made durable in the write-ahead log.",
+        &storage::wal::WalStats::appends);
+  gauge("trainwatch_wal_group_commits", "Group commits (one fdatasync each).",
+        &storage::wal::WalStats::groups);
+  gauge("trainwatch_wal_bytes_written", "Bytes written to the write-ahead log.",
+        &storage::wal::WalStats::bytes_written);
+  gauge("trainwatch_wal_queued_bytes", "Bytes appended and not yet durable.",
+        &storage::wal::WalStats::queued_bytes);
+  gauge("trainwatch_wal_segments", "Write-ahead log segment files.", &storage::wal::WalStats::segments);
+  metrics.AddGauge("trainwatch_wal_healthy", "1 while the write-ahead log accepts appends.",
+                   [&wal] { return wal.health().ok() ? 1.0 : 0.0; });
+}
+
+}  // namespace
+
 Server::Server(std::unique_ptr<Parts> parts) : parts_(std::move(parts)) {}
 
 Server::~Server() {
@@ -85,6 +107,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   TW_ASSIGN_OR_RETURN(p->lock, DataDirLock::Acquire(config.data_dir));
   storage::wal::WalOptions wal_options;
   TW_ASSIGN_OR_RETURN(auto wal, storage::wal::WalLog::Open(PosixFileSystem(), config.data_dir + "/wal", wal_options));
+  RegisterWalMetrics(*wal, p->metrics);
   TW_ASSIGN_OR_RETURN(auto store, storage::ChunkStore::Open(config.data_dir + "/store"));
   storage::EngineOptions engine_options;
   engine_options.checkpoint_log_bytes = config.checkpoint_log_bytes;

@@ -323,7 +323,7 @@ TEST_F(WalLogTest, TornTailAtEveryByteOfTheLastRecord) {
   for (uint64_t cut = last_start + 1; cut < full.size(); ++cut) {
     SCOPED_TRACE("cut at " + std::to_string(cut));
     test::TempDir dir;
-    ASSERT_TRUE(WriteFileAtomic(fs_, dir.Join(name), full.substr(0, cut)).ok());
+    WriteUnsynced(dir.Join(name), full.substr(0, cut));
     auto log = WalLog::Open(fs_, dir.path());
     ASSERT_TRUE(log.ok());
     EXPECT_EQ((*log)->NextLsn(), 3u);
@@ -362,8 +362,8 @@ TEST_F(WalLogTest, TornHeaderOfTheLastSegmentKeepsTheNextLsn) {
   for (uint64_t cut = 0; cut < seg3.size(); ++cut) {
     SCOPED_TRACE("cut at " + std::to_string(cut));
     test::TempDir dir;
-    ASSERT_TRUE(WriteFileAtomic(fs_, dir.Join(SegmentFileName(1)), seg1).ok());
-    ASSERT_TRUE(WriteFileAtomic(fs_, dir.Join(SegmentFileName(3)), seg3.substr(0, cut)).ok());
+    WriteUnsynced(dir.Join(SegmentFileName(1)), seg1);
+    WriteUnsynced(dir.Join(SegmentFileName(3)), seg3.substr(0, cut));
     auto log = WalLog::Open(fs_, dir.path());
     ASSERT_TRUE(log.ok());
     EXPECT_EQ((*log)->NextLsn(), 3u);
@@ -400,7 +400,7 @@ TEST_F(WalLogTest, CorruptionInAnEarlierSegmentSkipsTheRestOfIt) {
   const uint64_t record_size = kRecordHeaderSize + records[0].size();
   const uint64_t bad_offset = kSegmentHeaderSize + 3 * record_size;
   contents[bad_offset + kRecordHeaderSize + 5] ^= 0x10;
-  ASSERT_TRUE(WriteFileAtomic(fs_, dir_.Join(names[1]), contents).ok());
+  WriteUnsynced(dir_.Join(names[1]), contents);
 
   auto log = OpenLog(options);
   Replayed r = ReplayAll(*log, 1);
@@ -447,7 +447,7 @@ TEST_F(WalLogTest, BadHeaderInAnEarlierSegmentSkipsIt) {
   std::vector<std::string> names = SegmentNames();
   std::string contents = *fs_.ReadFile(dir_.Join(names[0]));
   contents[0] = 'X';
-  ASSERT_TRUE(WriteFileAtomic(fs_, dir_.Join(names[0]), contents).ok());
+  WriteUnsynced(dir_.Join(names[0]), contents);
   Replayed r = ReplayAll(*OpenLog(options), 1);
   EXPECT_EQ(r.stats.corrupt_records, 1u);
   EXPECT_EQ(r.stats.lsn_gaps, 1u);
@@ -479,7 +479,7 @@ TEST_F(WalLogTest, ByteFlipsAnywhereNeverBreakRecovery) {
       for (size_t f = 0; f < names.size(); ++f) {
         std::string contents = originals[f];
         if (f == file) contents[byte] = static_cast<char>(contents[byte] ^ 0x5a);
-        ASSERT_TRUE(WriteFileAtomic(fs_, dir.Join(names[f]), contents).ok());
+        WriteUnsynced(dir.Join(names[f]), contents);
       }
       auto log = WalLog::Open(fs_, dir.path(), options);
       ASSERT_TRUE(log.ok()) << log.status().ToString();
@@ -487,8 +487,10 @@ TEST_F(WalLogTest, ByteFlipsAnywhereNeverBreakRecovery) {
       EXPECT_LT(r.records.size(), records.size());
       EXPECT_FALSE(r.stats.report.empty());
       for (const auto& [lsn, payload] : r.records) EXPECT_EQ(payload, records[lsn - 1]);
-      const uint64_t next = (*log)->NextLsn();
-      EXPECT_EQ(AppendAll(**log, {"after"}), (std::vector<uint64_t>{next}));
+      if (byte % 16 == 0) {  // appending costs two syncs: check a sample
+        const uint64_t next = (*log)->NextLsn();
+        EXPECT_EQ(AppendAll(**log, {"after"}), (std::vector<uint64_t>{next}));
+      }
     }
   }
 }

@@ -70,6 +70,16 @@ inline std::vector<uint64_t> AppendAll(WalLog& log, const std::vector<std::strin
   return lsns;
 }
 
+// Writes a file without syncing anything: for crafting damaged segments quickly.
+inline void WriteUnsynced(const std::string& path, std::string_view contents) {
+  FileSystem& fs = PosixFileSystem();
+  if (fs.Exists(path)) ASSERT_TRUE(fs.RemoveFile(path).ok());
+  auto file = fs.OpenAppendable(path);
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  ASSERT_TRUE((*file)->Append(contents).ok());
+  ASSERT_TRUE((*file)->Close().ok());
+}
+
 // A payload that encodes `i`, of roughly `size` bytes.
 inline std::string Payload(uint64_t i, size_t size = 20) {
   std::string s = "record-" + std::to_string(i) + "-";
