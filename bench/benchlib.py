@@ -149,6 +149,20 @@ class Server:
             self.stop()
 
 
+def wait_idle(server, quiet_cpu=0.05, interval=0.5, limit=300):
+    """Waits until the server's CPU use falls under `quiet_cpu` seconds per `interval` (background
+    sealing done); returns the seconds waited."""
+    t0 = time.monotonic()
+    last = server.cpu()
+    while time.monotonic() - t0 < limit:
+        time.sleep(interval)
+        now = server.cpu()
+        if now - last < quiet_cpu:
+            break
+        last = now
+    return time.monotonic() - t0
+
+
 def scratch_dir(args, name):
     """A fresh, empty directory under the work dir (removed first if it exists)."""
     path = os.path.join(args.work_dir, "scratch", name)

@@ -11,9 +11,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -112,31 +114,40 @@ bool LoadWorkload(const std::string& path, Workload* w) {
   return w->points > 0;
 }
 
-std::vector<ChunkSlice> Slice(const Workload& w, size_t chunk_points) {
-  std::vector<ChunkSlice> chunks;
-  for (size_t r = 0; r < w.series.size(); ++r) {
-    for (size_t m = 0; m < w.series[r].size(); ++m) {
-      const std::vector<Point>& points = w.series[r][m];
-      for (size_t begin = 0; begin < points.size(); begin += chunk_points) {
-        const size_t n = std::min(chunk_points, points.size() - begin);
-        chunks.push_back(ChunkSlice{r, m, std::span<const Point>(points).subspan(begin, n)});
-      }
-    }
+// Appends the chunks of one series, `chunk_points` points each (the last one may hold fewer).
+void Slice(std::span<const Point> points, size_t run, size_t metric, size_t chunk_points,
+           std::vector<ChunkSlice>* chunks) {
+  for (size_t begin = 0; begin < points.size(); begin += chunk_points) {
+    const size_t n = std::min(chunk_points, points.size() - begin);
+    chunks->push_back(ChunkSlice{run, metric, points.subspan(begin, n)});
   }
-  return chunks;
 }
 
 double Seconds(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
-// Encodes every chunk `repeat` times; returns the best wall time and leaves the bytes in *encoded.
-double EncodeAll(const std::vector<ChunkSlice>& chunks, const EncodeOptions& options, int repeat,
+// CPU seconds this thread has used: steadier than wall time on a shared machine.
+double ThreadCpuSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+// The best (smallest) of several timed passes, in wall and in thread-CPU seconds.
+struct Timing {
+  double wall = 1e300;
+  double cpu = 1e300;
+};
+
+// Encodes every chunk `repeat` times; returns the best times and leaves the bytes in *encoded.
+Timing EncodeAll(const std::vector<ChunkSlice>& chunks, const EncodeOptions& options, int repeat,
                  std::vector<std::string>* encoded) {
-  double best = 1e300;
+  Timing best;
   for (int r = 0; r < repeat; ++r) {
     encoded->clear();
     const auto start = std::chrono::steady_clock::now();
+    const double cpu_start = ThreadCpuSeconds();
     for (const ChunkSlice& c : chunks) {
       Result<std::string> bytes = EncodeChunk(c.points, options);
       if (!bytes.ok()) {
@@ -145,18 +156,20 @@ double EncodeAll(const std::vector<ChunkSlice>& chunks, const EncodeOptions& opt
       }
       encoded->push_back(std::move(bytes).value());
     }
-    best = std::min(best, Seconds(std::chrono::steady_clock::now() - start));
+    best.cpu = std::min(best.cpu, ThreadCpuSeconds() - cpu_start);
+    best.wall = std::min(best.wall, Seconds(std::chrono::steady_clock::now() - start));
   }
   return best;
 }
 
-// Decodes every chunk `repeat` times, checking the count; returns the best wall time.
-double DecodeAll(const std::vector<std::string>& encoded, size_t expected_points, int repeat) {
-  double best = 1e300;
+// Decodes every chunk `repeat` times, checking the count; returns the best times.
+Timing DecodeAll(const std::vector<std::string>& encoded, size_t expected_points, int repeat) {
+  Timing best;
   std::vector<Point> out;
   for (int r = 0; r < repeat; ++r) {
     size_t decoded = 0;
     const auto start = std::chrono::steady_clock::now();
+    const double cpu_start = ThreadCpuSeconds();
     for (const std::string& bytes : encoded) {
       out.clear();
       Status s = DecodeChunk(bytes, &out);
@@ -166,7 +179,8 @@ double DecodeAll(const std::vector<std::string>& encoded, size_t expected_points
       }
       decoded += out.size();
     }
-    best = std::min(best, Seconds(std::chrono::steady_clock::now() - start));
+    best.cpu = std::min(best.cpu, ThreadCpuSeconds() - cpu_start);
+    best.wall = std::min(best.wall, Seconds(std::chrono::steady_clock::now() - start));
     if (decoded != expected_points) {
       std::fprintf(stderr, "decoded %zu points, expected %zu\n", decoded, expected_points);
       std::exit(1);
@@ -220,23 +234,23 @@ int Main(int argc, char** argv) {
   std::printf("chunk_points %zu, zstd level %d, best of %d\n\n", flags.chunk_points,
               flags.zstd_level, flags.repeat);
 
-  const std::vector<ChunkSlice> chunks = Slice(w, flags.chunk_points);
+  std::vector<ChunkSlice> chunks;
+  for (size_t r = 0; r < w.series.size(); ++r) {
+    for (size_t m = 0; m < w.series[r].size(); ++m)
+      Slice(w.series[r][m], r, m, flags.chunk_points, &chunks);
+  }
   const EncodeOptions with_time{.times_absent = false, .zstd_level = flags.zstd_level};
   const EncodeOptions no_time{.times_absent = true, .zstd_level = flags.zstd_level};
   std::vector<std::string> encoded, encoded_absent;
-  const double enc_s = EncodeAll(chunks, with_time, flags.repeat, &encoded);
-  const double enc_absent_s = EncodeAll(chunks, no_time, flags.repeat, &encoded_absent);
-  const double dec_s = DecodeAll(encoded, w.points, flags.repeat);
-  const double dec_absent_s = DecodeAll(encoded_absent, w.points, flags.repeat);
+  const Timing enc = EncodeAll(chunks, with_time, flags.repeat, &encoded);
+  const Timing enc_absent = EncodeAll(chunks, no_time, flags.repeat, &encoded_absent);
+  const Timing dec = DecodeAll(encoded, w.points, flags.repeat);
+  const Timing dec_absent = DecodeAll(encoded_absent, w.points, flags.repeat);
 
   // One shared time column per run: its chunks hold (step, time) with a constant value.
   std::vector<ChunkSlice> time_chunks;
   for (size_t r = 0; r < w.run_times.size(); ++r) {
-    const std::vector<Point>& points = w.run_times[r];
-    for (size_t begin = 0; begin < points.size(); begin += flags.chunk_points) {
-      const size_t n = std::min(flags.chunk_points, points.size() - begin);
-      time_chunks.push_back(ChunkSlice{r, 0, std::span<const Point>(points).subspan(begin, n)});
-    }
+    Slice(w.run_times[r], r, 0, flags.chunk_points, &time_chunks);
   }
   std::vector<std::string> encoded_times;
   EncodeAll(time_chunks, with_time, 1, &encoded_times);
@@ -292,10 +306,11 @@ int Main(int argc, char** argv) {
       "columns %zu bytes = %.2f bits per row of %zu rows)\n",
       shared_total, shared_total / n, kRawBytesPerPoint * n / shared_total, shared_time_bytes,
       8.0 * shared_time_bytes / run_rows, run_rows);
-  std::printf("\nencode: %6.2f M points/s with times, %6.2f M points/s times absent\n",
-              n / enc_s / 1e6, n / enc_absent_s / 1e6);
-  std::printf("decode: %6.2f M points/s with times, %6.2f M points/s times absent\n",
-              n / dec_s / 1e6, n / dec_absent_s / 1e6);
+  std::printf("\nthroughput, one thread, M points/s per CPU second (per wall second):\n");
+  std::printf("encode: %6.2f (%6.2f) with times, %6.2f (%6.2f) times absent\n", n / enc.cpu / 1e6,
+              n / enc.wall / 1e6, n / enc_absent.cpu / 1e6, n / enc_absent.wall / 1e6);
+  std::printf("decode: %6.2f (%6.2f) with times, %6.2f (%6.2f) times absent\n", n / dec.cpu / 1e6,
+              n / dec.wall / 1e6, n / dec_absent.cpu / 1e6, n / dec_absent.wall / 1e6);
   return 0;
 }
 

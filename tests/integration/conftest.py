@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import socket
+import struct
 import subprocess
 import time
 import urllib.error
@@ -73,6 +74,36 @@ def loads(text):
 def query_string(params):
     """params: dict or list of pairs (repeatable keys)."""
     return urllib.parse.urlencode(params if not isinstance(params, dict) else list(params.items()))
+
+
+# ---------------------------------------------------------------------------------------------------
+# The write rules, in Python
+
+
+def bits(x):
+    return struct.pack("<d", x)
+
+
+class SeriesModel:
+    def __init__(self):
+        self.visible = {}     # step -> (time, value)
+        self.superseded = []  # (step, time, value)
+        self.rewinds = 0
+
+    def write(self, step, time, value):
+        """Applies one point; returns 'unchanged' or 'written'."""
+        if step in self.visible:
+            if bits(self.visible[step][1]) == bits(value):
+                return "unchanged"
+            hidden = [s for s in self.visible if s >= step]
+            for s in sorted(hidden):
+                self.superseded.append((s,) + self.visible.pop(s))
+            self.rewinds += 1
+        self.visible[step] = (time, value)
+        return "written"
+
+    def points(self):
+        return [(s,) + self.visible[s] for s in sorted(self.visible)]
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -14,8 +14,8 @@ WalLog::WalLog(FileSystem& fs, std::string dir, WalOptions options)
 
 Result<std::unique_ptr<WalLog>> WalLog::Open(FileSystem& fs, std::string dir, WalOptions options) {
   if (options.segment_bytes == 0) return Status::InvalidArgument("WAL segment_bytes must be > 0");
-  if (options.max_queue_bytes == 0) {
-    return Status::InvalidArgument("WAL max_queue_bytes must be > 0");
+  if (options.max_queue_bytes == 0 || options.max_group_bytes == 0) {
+    return Status::InvalidArgument("WAL max_queue_bytes and max_group_bytes must be > 0");
   }
   if (options.max_record_bytes > kMaxRecordBytes) {
     return Status::InvalidArgument("WAL max_record_bytes must be at most " +
@@ -82,7 +82,13 @@ void WalLog::WriterLoop() {
       std::unique_lock<std::mutex> lock(mu_);
       work_cv_.wait(lock, [&] { return !queue_.empty() || closing_; });
       if (queue_.empty()) break;  // closing, and everything queued is done
-      group.swap(queue_);
+      uint64_t group_bytes = 0;
+      do {
+        group_bytes += queue_.front().record.size();
+        group.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      } while (!queue_.empty() &&
+               group_bytes + queue_.front().record.size() <= options_.max_group_bytes);
       failure = failure_;
     }
 

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/file_system.h"
 #include "storage/wal/wal_log.h"
 
 namespace trainwatch::storage::wal {
@@ -73,7 +74,9 @@ inline std::vector<uint64_t> AppendAll(WalLog& log, const std::vector<std::strin
 // Writes a file without syncing anything: for crafting damaged segments quickly.
 inline void WriteUnsynced(const std::string& path, std::string_view contents) {
   FileSystem& fs = PosixFileSystem();
-  if (fs.Exists(path)) ASSERT_TRUE(fs.RemoveFile(path).ok());
+  if (fs.Exists(path)) {
+    ASSERT_TRUE(fs.RemoveFile(path).ok());
+  }
   auto file = fs.OpenAppendable(path);
   ASSERT_TRUE(file.ok()) << file.status().ToString();
   ASSERT_TRUE((*file)->Append(contents).ok());

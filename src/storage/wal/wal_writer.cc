@@ -9,7 +9,8 @@ namespace trainwatch::storage::wal {
 namespace {
 
 // A buffer that grew past this for one large group is released rather than kept for the next.
-constexpr size_t kMaxRetainedBuffer = 4 << 20;
+// Above WalOptions::max_group_bytes' default, so that ordinary groups reuse the buffer.
+constexpr size_t kMaxRetainedBuffer = 16 << 20;
 
 }  // namespace
 
