@@ -280,8 +280,15 @@ std::vector<std::vector<HttpBody>> LoadFileBodies(const std::string& dir, uint64
 
 // --- report ---
 
-void Report(const Flags& flags, const std::vector<LaneResult>& lanes, double wall, double server_cpu,
-            double client_cpu, const std::string& shape) {
+struct CpuFigures {
+  double server = 0;  // seconds of the server process (--server-pid)
+  double client = 0;  // seconds of this process
+  double others = 0;  // seconds of every other process on the machine
+};
+
+void Report(const Flags& flags, const std::vector<LaneResult>& lanes, double wall, const CpuFigures& cpu,
+            const std::string& shape) {
+  const double server_cpu = cpu.server;
   LaneResult total;
   std::vector<double> latencies;
   for (const LaneResult& l : lanes) {
@@ -308,7 +315,9 @@ void Report(const Flags& flags, const std::vector<LaneResult>& lanes, double wal
     std::printf("  server CPU       %.2f s (%.2f cores busy)  ->  %.3f M points per server CPU-second\n",
                 server_cpu, server_cpu / wall, per_cpu / 1e6);
   }
-  std::printf("  client CPU       %.2f s (this process, after the bodies were built)\n", client_cpu);
+  std::printf("  client CPU       %.2f s (this process, after the bodies were built)\n", cpu.client);
+  std::printf("  other processes %.2f CPU-s (%.2f cores on average: noise from the rest of the machine)\n",
+              cpu.others, cpu.others / wall);
   std::printf("  ack latency      %s\n", FormatSummary(lat, 1e3, "ms").c_str());
   std::fflush(stdout);
   if (!flags.json_out.empty()) {
@@ -317,7 +326,8 @@ void Report(const Flags& flags, const std::vector<LaneResult>& lanes, double wal
                         {"points_rejected", total.points_rejected}, {"requests", total.requests},
                         {"failed_requests", total.failed_requests}, {"first_error", total.first_error},
                         {"wall_s", wall}, {"points_per_s", rate}, {"server_cpu_s", server_cpu},
-                        {"points_per_server_cpu_s", per_cpu}, {"client_cpu_s", client_cpu},
+                        {"points_per_server_cpu_s", per_cpu}, {"client_cpu_s", cpu.client},
+                        {"other_cpu_s", cpu.others},
                         {"ack_p50_ms", lat.p50 * 1e3}, {"ack_p99_ms", lat.p99 * 1e3}};
     std::ofstream(flags.json_out) << j.dump() << "\n";
   }
@@ -414,6 +424,7 @@ int Main(int argc, char** argv) {
   std::vector<LaneResult> results(static_cast<size_t>(lanes));
   const double server_cpu0 = flags.server_pid ? ProcessCpuSeconds(flags.server_pid).value_or(0) : 0;
   const double client_cpu0 = SelfCpuSeconds();
+  const double machine_cpu0 = MachineBusySeconds();
   const auto start = Clock::now();
   {
     std::vector<std::thread> threads;
@@ -431,8 +442,11 @@ int Main(int argc, char** argv) {
     for (auto& t : threads) t.join();
   }
   const double wall = std::chrono::duration<double>(Clock::now() - start).count();
-  const double server_cpu = flags.server_pid ? ProcessCpuSeconds(flags.server_pid).value_or(0) - server_cpu0 : 0;
-  Report(flags, results, wall, server_cpu, SelfCpuSeconds() - client_cpu0, shape);
+  CpuFigures cpu;
+  cpu.server = flags.server_pid ? ProcessCpuSeconds(flags.server_pid).value_or(0) - server_cpu0 : 0;
+  cpu.client = SelfCpuSeconds() - client_cpu0;
+  cpu.others = std::max(0.0, MachineBusySeconds() - machine_cpu0 - cpu.server - cpu.client);
+  Report(flags, results, wall, cpu, shape);
   return 0;
 }
 

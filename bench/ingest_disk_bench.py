@@ -46,7 +46,13 @@ def report_sizes(label, sizes, points):
 def one_round(args, workload, points, transport, round_no):
     data = benchlib.scratch_dir(args, f"ingest-{transport}-{round_no}")
     server = benchlib.Server(args, data).start()
+    cpu0 = server.cpu()
     result = benchlib.run_client(ingest_cmd(args, server, transport, workload))
+    waited = benchlib.wait_idle(server)
+    settled_cpu = server.cpu() - cpu0
+    result["settled_cpu_s"] = settled_cpu
+    print(f"  with background sealing: {settled_cpu:.2f} s server CPU (idle {waited:.1f} s after the last ack) "
+          f"->  {points / settled_cpu / 1e6:.3f} M points per server CPU-second")
     stop_s, stop_cpu = server.stop()
     print(f"  shutdown (checkpoint) {stop_s:.2f} s wall, {stop_cpu:.2f} s server CPU")
     after_stop = benchlib.store_sizes(data)
@@ -57,6 +63,7 @@ def one_round(args, workload, points, transport, round_no):
     settled = benchlib.store_sizes(data)
     report_sizes(f"after a restart cycle (start {restart_s:.2f} s; RocksDB log flushed to SST)", settled, points)
     result["store_bytes_per_point"] = settled["store"][0] / points
+    result["disk_bytes_per_point"] = settled["store"][1] / points  # allocated
     result["store_bytes_per_point_at_stop"] = after_stop["store"][0] / points
     result["wal_bytes_per_point"] = settled["wal"][0] / points
     return result
@@ -73,16 +80,21 @@ def encoding_figures(args, workload):
     subprocess.run([path, os.path.join(workload, "workload.jsonl"), "--repeat", "1"], check=False)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    benchlib.add_common_args(parser)
-    parser.add_argument("--transports", default="grpc,http")
-    parser.add_argument("--rounds", type=int, default=1, help="interleaved rounds of every transport")
+def add_ingest_args(parser):
+    """The client's shape; influx_compare_bench.py takes the same."""
     parser.add_argument("--streams", type=int, default=4)
     parser.add_argument("--inflight", type=int, default=8)
     parser.add_argument("--rows-per-batch", type=int, default=1000)
     parser.add_argument("--connections", type=int, default=4)
     parser.add_argument("--body-bytes", type=int, default=4 << 20)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    benchlib.add_common_args(parser)
+    add_ingest_args(parser)
+    parser.add_argument("--transports", default="grpc,http")
+    parser.add_argument("--rounds", type=int, default=1, help="interleaved rounds of every transport")
     parser.add_argument("--no-encoding", action="store_true", help="skip encoding_bench's table")
     args = parser.parse_args()
 
@@ -97,12 +109,15 @@ def main():
             results.append(one_round(args, workload, points, transport, round_no))
 
     print("\n## summary")
-    print(f"{'transport':9} {'wall s':>7} {'Mpts/s':>7} {'srv CPU s':>9} {'Mpts/CPU-s':>10} "
-          f"{'ack p99 ms':>10} {'store B/pt':>10} {'WAL B/pt':>8}")
+    print("(Mpts/CPU-s: during the acks; +seal: counting the background sealing that finished after)")
+    print(f"{'transport':9} {'wall s':>7} {'Mpts/s':>7} {'srv CPU s':>9} {'Mpts/CPU-s':>10} {'+seal':>6} "
+          f"{'others':>6} {'ack p99 ms':>10} {'store B/pt':>10} {'WAL B/pt':>8}")
     for r in results:
         print(f"{r['transport']:9} {r['wall_s']:7.2f} {r['points_per_s'] / 1e6:7.3f} {r['server_cpu_s']:9.2f} "
-              f"{r['points_per_server_cpu_s'] / 1e6:10.3f} {r['ack_p99_ms']:10.1f} "
+              f"{r['points_per_server_cpu_s'] / 1e6:10.3f} {r['points_sent'] / r['settled_cpu_s'] / 1e6:6.3f} "
+              f"{r['other_cpu_s'] / r['wall_s']:6.2f} {r['ack_p99_ms']:10.1f} "
               f"{r['store_bytes_per_point']:10.3f} {r['wal_bytes_per_point']:8.3f}")
+    print("(others: cores used on average by other processes on the machine during the run)")
     if not args.no_encoding:
         encoding_figures(args, workload)
 

@@ -16,4 +16,9 @@ std::optional<uint64_t> ProcessRssBytes(int pid);
 // CPU seconds (user plus system) this process has used so far.
 double SelfCpuSeconds();
 
+// Busy CPU seconds of the whole machine so far, summed over its CPUs (/proc/stat: everything but
+// idle and iowait). With the server's and the client's own CPU it tells how much a noisy
+// neighbour took during a run. 0 if unreadable.
+double MachineBusySeconds();
+
 }  // namespace trainwatch::bench

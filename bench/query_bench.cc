@@ -71,7 +71,8 @@ int Main(int argc, char** argv) {
       if (i >= warmup) samples.push_back(seconds);
     }
     LatencySummary s = Summarize(samples);
-    std::printf("query %-14s %s\n", q.name.c_str(), q.target.c_str());
+    std::string shown = q.target.size() > 100 ? q.target.substr(0, 97) + "..." : q.target;
+    std::printf("query %-14s %s\n", q.name.c_str(), shown.c_str());
     std::printf("  latency        %s\n", FormatSummary(s, 1e3, "ms").c_str());
     std::printf("  first request  %.3f ms; response %zu bytes\n", first * 1e3, reply.body.size());
     std::fflush(stdout);

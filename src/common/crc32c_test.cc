@@ -49,7 +49,8 @@ TEST(Crc32cTest, HardwareMatchesPortableOnRandomData) {
   // Every length up to 64 and unaligned starts exercise the 8-byte loop and the byte tail.
   for (size_t start = 0; start < 8; ++start) {
     for (size_t n = 0; n <= 64; ++n) {
-      ASSERT_EQ(Extend(0, data.data() + start, n), detail::ExtendPortable(0, data.data() + start, n))
+      ASSERT_EQ(Extend(0, data.data() + start, n),
+                detail::ExtendPortable(0, data.data() + start, n))
           << "start " << start << " length " << n;
     }
   }

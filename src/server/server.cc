@@ -86,7 +86,7 @@ void RegisterWalMetrics(const storage::wal::WalLog& wal, MetricsRegistry& metric
         &storage::wal::WalStats::queued_bytes);
   gauge("trainwatch_wal_segments", "Write-ahead log segment files.", &storage::wal::WalStats::segments);
   metrics.AddGauge("trainwatch_wal_healthy", "1 while the write-ahead log accepts appends.",
-                   [&wal] { return wal.health().ok() ? 1.0 : 0.0; });
+                   [&wal] { return wal.Health().ok() ? 1.0 : 0.0; });
 }
 
 }  // namespace

@@ -76,7 +76,7 @@ bool DecodeSeries(std::string_view data, SeriesRecord* s) {
 std::string EncodeChunkHeader(const ChunkRef& c) {
   std::string out(1, static_cast<char>(kRecordVersion));
   PutFixed32(&out, c.gen);
-  out.push_back(c.superseded ? 1 : 0);
+  out.push_back(static_cast<char>((c.superseded ? 1 : 0) | (c.times_from_clock ? 2 : 0)));
   PutFixed64(&out, c.encoded_bytes);
   const Summary& s = c.summary;
   PutFixed64(&out, s.count);
@@ -103,7 +103,8 @@ bool DecodeChunkHeader(std::string_view data, ChunkRef* c) {
             in.GetDouble(&s.max) && in.GetDouble(&s.first) && in.GetDouble(&s.last) &&
             in.GetDouble(&s.sum) && in.GetInt64(&s.first_step) && in.GetInt64(&s.last_step) &&
             in.GetDouble(&s.min_time) && in.GetDouble(&s.max_time) && in.empty();
-  c->superseded = superseded != 0;
+  c->superseded = (superseded & 1) != 0;
+  c->times_from_clock = (superseded & 2) != 0;
   return ok;
 }
 

@@ -1,6 +1,7 @@
 #include "storage/engine.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "storage/encoding/chunk_codec.h"
 
@@ -74,7 +75,7 @@ Status Engine::LoadStore() {
       run->info.name = rk.run;
     }
     run->series[record.key.metric] = series.get();
-    ++series_per_project_[rk.project];
+    if (record.key.metric != kClockMetric) ++series_per_project_[rk.project];
     next_series_id_ = std::max(next_series_id_, record.id + 1);
     series_[record.id] = std::move(series);
     return Status::Ok();
@@ -85,6 +86,13 @@ Status Engine::LoadStore() {
     it->second->chunks.push_back(std::move(chunk.ref));
     return Status::Ok();
   }));
+  for (auto& [key, run] : runs_) {
+    auto clock = run->series.find(kClockMetric);
+    if (clock == run->series.end()) continue;
+    for (auto& [metric, series] : run->series) {
+      if (series != clock->second) series->clock = clock->second;
+    }
+  }
   for (auto& [id, series] : series_) {
     for (ChunkRef& chunk : series->chunks) {
       for (const Rewind& r : series->rewinds) {
@@ -170,7 +178,7 @@ void Engine::SealerLoop() {
     std::vector<std::string> encoded;
     Status status;
     for (ChunkRef& chunk : job.chunks) {
-      Result<std::string> bytes = EncodeChunk(*chunk.points);
+      Result<std::string> bytes = EncodeForSeal(*job.series, &chunk);
       if (!bytes.ok()) {
         status = bytes.status();
         break;
@@ -196,6 +204,7 @@ void Engine::SealerLoop() {
           cache_.Put(job.series->id(), chunk.chunk_no, chunk.points);
           chunk.points.reset();
           chunk.encoded_bytes = sealed.encoded_bytes;
+          chunk.times_from_clock = sealed.times_from_clock;
         }
       }
       chunks_sealed_.Add(job.chunks.size());
@@ -206,6 +215,34 @@ void Engine::SealerLoop() {
     }
     sealer_cv_.notify_all();
   }
+}
+
+Result<std::string> Engine::EncodeForSeal(const Series& series, ChunkRef* chunk) const {
+  const std::vector<Point>& points = *chunk->points;
+  EncodeOptions options;
+  if (series.clock != nullptr) {
+    // The clock only ever gains steps, and a step's time never changes: what matches now matches
+    // for good.
+    std::vector<Point> clock;
+    {
+      std::shared_lock lock(series.clock->mu);
+      Status s = CollectVisible(*series.clock, points.front().step, points.back().step, &clock);
+      if (!s.ok()) clock.clear();
+    }
+    size_t k = 0;
+    bool all = !clock.empty();
+    for (const Point& p : points) {
+      while (k < clock.size() && clock[k].step < p.step) ++k;
+      if (k == clock.size() || clock[k].step != p.step ||
+          std::memcmp(&clock[k].time, &p.time, sizeof p.time) != 0) {
+        all = false;
+        break;
+      }
+    }
+    options.times_absent = all;
+  }
+  chunk->times_from_clock = options.times_absent;
+  return EncodeChunk(points, options);
 }
 
 void Engine::WaitForSealer() {

@@ -173,6 +173,10 @@ class Engine {
                      std::vector<Series*>* touched);
   void ApplyMetadata(Run& run, const v1::RunMetadata& meta);
   ApplyOutcome ApplyPoint(Series& series, const Point& p);
+  // First write wins: a step the clock already has keeps its time.
+  void ApplyClockPoint(Series& clock, const Point& p);
+  // Encodes one chunk of a seal job, without times when the run clock has them. Runs on the sealer.
+  Result<std::string> EncodeForSeal(const Series& series, ChunkRef* chunk) const;
   Run& GetOrCreateRun(const std::string& project, const std::string& run, double first_time);
   Series& GetOrCreateSeries(Run& run, const std::string& metric);
   void Seal(Series& series, uint64_t lsn);  // caller holds series.mu exclusively
@@ -183,6 +187,8 @@ class Engine {
   Series* FindSeries(const SeriesKey& key) const;
   // Decoded points of a chunk; from memory, the cache, or the store.
   Result<PointsPtr> ChunkPoints(const Series& series, const ChunkRef& chunk) const;
+  // Sets each point's time from the run clock (chunks sealed with times_from_clock).
+  Status FillTimesFromClock(const Series& series, std::vector<Point>* points) const;
   // Looks up the visible value at `step` in sealed chunks. Caller holds series.mu.
   std::optional<Point> FindVisibleInChunks(const Series& series, int64_t step) const;
   Status CollectVisible(const Series& series, int64_t from, int64_t to,

@@ -96,9 +96,21 @@ void Engine::ApplyRunBatch(uint64_t lsn, const v1::RunBatch& batch, WriteOutcome
   if (batch.has_metadata()) ApplyMetadata(run, batch.metadata());
   const int rows = batch.steps_size();
   const bool has_times = batch.times_size() == rows;
+  if (rows > 0) {
+    Series& clock = GetOrCreateSeries(run, kClockMetric);
+    std::unique_lock lock(clock.mu);
+    if (lsn > clock.flushed_lsn) {
+      for (int row = 0; row < rows; ++row) {
+        double t = has_times ? batch.times(row) : first_time;
+        ApplyClockPoint(clock, Point{batch.steps(row), t, t});
+      }
+      if (std::find(touched->begin(), touched->end(), &clock) == touched->end()) touched->push_back(&clock);
+    }
+  }
   for (const v1::MetricColumn& column : batch.metrics()) {
     Series& series = GetOrCreateSeries(run, column.name());
     std::unique_lock lock(series.mu);
+    if (series.clock == nullptr && rows > 0) series.clock = &GetOrCreateSeries(run, kClockMetric);
     if (lsn <= series.flushed_lsn) continue;  // replay: already in persisted chunks
     const bool dense = column.rows_size() == 0;
     const int n = column.values_size();
@@ -150,6 +162,20 @@ ApplyOutcome Engine::ApplyPoint(Series& series, const Point& p) {
   }
   series.head.insert(in_head, p);
   return ApplyOutcome::kFilledIn;
+}
+
+void Engine::ApplyClockPoint(Series& clock, const Point& p) {
+  if (!clock.has_latest || p.step > clock.latest.step) {
+    clock.head.push_back(p);
+    clock.latest = p;
+    clock.has_latest = true;
+    return;
+  }
+  auto in_head = std::lower_bound(clock.head.begin(), clock.head.end(), p.step,
+                                  [](const Point& q, int64_t s) { return q.step < s; });
+  if (in_head != clock.head.end() && in_head->step == p.step) return;
+  if (FindVisibleInChunks(clock, p.step)) return;
+  clock.head.insert(in_head, p);
 }
 
 void Engine::ApplyMetadata(Run& run, const v1::RunMetadata& meta) {
@@ -210,8 +236,13 @@ Series& Engine::GetOrCreateSeries(Run& run, const std::string& metric) {
   Status s = store_->PutSeries(record);
   if (!s.ok()) logger_.Error("persisting new series", {{"error", s.ToString()}});
   Series* raw = series.get();
+  if (metric != kClockMetric) {
+    // The clock is created first (by the first row), so it exists whenever a metric does.
+    auto clock = run.series.find(kClockMetric);
+    raw->clock = clock == run.series.end() ? nullptr : clock->second;
+    ++series_per_project_[run.info.project];
+  }
   run.series[metric] = raw;
-  ++series_per_project_[run.info.project];
   series_[id] = std::move(series);
   return *raw;
 }

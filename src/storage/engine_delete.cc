@@ -32,7 +32,7 @@ Status Engine::DeleteRun(const std::string& project, const std::string& run) {
         auto owned = series_.find(s->id());
         series.push_back(std::move(owned->second));
         series_.erase(owned);
-        --series_per_project_[project];
+        if (!s->is_clock()) --series_per_project_[project];
       }
     }
     WaitForSealer();  // a pending seal of these series must not land after the delete
@@ -59,7 +59,8 @@ Result<uint64_t> Engine::DeleteChunksOlderThan(const std::string& project, doubl
   {
     std::shared_lock lock(runs_mu_);
     for (const auto& [id, series] : series_) {
-      if (series->key().project == project) candidates.push_back(series.get());
+      // The clock stays: chunks that keep their times there may outlive any one clock chunk.
+      if (series->key().project == project && !series->is_clock()) candidates.push_back(series.get());
     }
   }
   uint64_t deleted = 0;

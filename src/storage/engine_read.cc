@@ -40,7 +40,8 @@ size_t Engine::SeriesCountInProject(const std::string& project) const {
 size_t Engine::MetricCountInRun(const std::string& project, const std::string& run) const {
   std::shared_lock lock(runs_mu_);
   auto it = runs_.find(RunKey{project, run});
-  return it == runs_.end() ? 0 : it->second->series.size();
+  if (it == runs_.end()) return 0;
+  return it->second->series.size() - it->second->series.count(kClockMetric);
 }
 
 bool Engine::SeriesExists(const SeriesKey& key) const { return FindSeries(key) != nullptr; }
@@ -62,9 +63,31 @@ Result<PointsPtr> Engine::ChunkPoints(const Series& series, const ChunkRef& chun
   TW_RETURN_IF_ERROR(DecodeChunk(encoded, points.get())
                          .WithContext("decoding chunk " + std::to_string(chunk.chunk_no) +
                                       " of series " + std::to_string(series.id())));
+  if (chunk.times_from_clock) TW_RETURN_IF_ERROR(FillTimesFromClock(series, points.get()));
   PointsPtr shared = std::move(points);
   cache_.Put(series.id(), chunk.chunk_no, shared);
   return shared;
+}
+
+Status Engine::FillTimesFromClock(const Series& series, std::vector<Point>* points) const {
+  if (series.clock == nullptr || points->empty()) {
+    return Status::Corruption("chunk of series " + std::to_string(series.id()) + " needs a run clock");
+  }
+  std::vector<Point> clock;
+  {
+    std::shared_lock lock(series.clock->mu);
+    TW_RETURN_IF_ERROR(CollectVisible(*series.clock, points->front().step, points->back().step, &clock));
+  }
+  size_t k = 0;
+  for (Point& p : *points) {
+    while (k < clock.size() && clock[k].step < p.step) ++k;
+    if (k == clock.size() || clock[k].step != p.step) {
+      return Status::Corruption("run clock of series " + std::to_string(series.id()) +
+                                " has no time for step " + std::to_string(p.step));
+    }
+    p.time = clock[k].time;
+  }
+  return Status::Ok();
 }
 
 std::optional<Point> Engine::FindVisibleInChunks(const Series& series, int64_t step) const {
@@ -144,7 +167,9 @@ std::vector<MetricInfo> Engine::ListMetrics(const std::string& project, const st
     std::shared_lock lock(runs_mu_);
     auto it = runs_.find(RunKey{project, run});
     if (it == runs_.end()) return {};
-    for (const auto& [name, series] : it->second->series) list.emplace_back(name, series);
+    for (const auto& [name, series] : it->second->series) {
+      if (!series->is_clock()) list.emplace_back(name, series);
+    }
   }
   std::sort(list.begin(), list.end());
   std::vector<MetricInfo> out;

@@ -227,3 +227,52 @@ TEST_F(EngineTest, DownsampleMatchesBruteForce) {
 
 }  // namespace
 }  // namespace trainwatch::storage
+
+namespace trainwatch::storage {
+namespace {
+
+// Times shared through the run clock come back exactly, also where a metric's time differs from
+// the clock's (an evaluation logged later at the same step, a resumed run writing steps again).
+TEST_F(EngineTest, TimesComeBackExactWithTheRunClock) {
+  Open(/*chunk_points=*/4);
+  std::vector<std::pair<int64_t, double>> rows;
+  for (int s = 0; s < 12; ++s) rows.emplace_back(s, s * 0.5);
+  Write(rows, "loss");
+  Write(rows, "acc");
+  // "val" at steps 3 and 7, logged later than the training rows: its times differ from the clock.
+  v1::WriteRequest request;
+  v1::RunBatch* batch = request.add_runs();
+  batch->set_project("p");
+  batch->set_run("r");
+  batch->add_steps(3);
+  batch->add_times(1767229999.125);
+  batch->add_steps(7);
+  batch->add_times(1767230000.5);
+  v1::MetricColumn* val = batch->add_metrics();
+  val->set_name("val");
+  val->add_values(0.25);
+  val->add_values(0.125);
+  std::promise<void> done;
+  engine_->Write(std::move(request), [&](const Status& s, const WriteOutcome&) { done.set_value(); });
+  done.get_future().get();
+  engine_->WaitForSealer();
+
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const char* metric : {"loss", "acc"}) {
+      std::vector<Point> got = Read(metric);
+      ASSERT_EQ(got.size(), 12u);
+      for (const Point& p : got) EXPECT_EQ(p.time, 1767225600.0 + p.step) << metric << " step " << p.step;
+    }
+    std::vector<Point> v = Read("val");
+    ASSERT_EQ(v.size(), 2u);
+    EXPECT_EQ(v[0].time, 1767229999.125);
+    EXPECT_EQ(v[1].time, 1767230000.5);
+    auto metrics = engine_->ListMetrics("p", "r");
+    EXPECT_EQ(metrics.size(), 3u) << "the clock is not a metric";
+    EXPECT_EQ(engine_->MetricCountInRun("p", "r"), 3u);
+    Open(4);
+  }
+}
+
+}  // namespace
+}  // namespace trainwatch::storage

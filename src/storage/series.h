@@ -9,6 +9,10 @@
 // A sealed chunk records the generation at which it was sealed; its points are hidden by every later
 // rewind whose step is <= theirs. This is summarised per chunk as `hidden_from_step`.
 //
+// The run clock. Every run has one hidden series, kClockMetric, holding the time of each step the
+// first time it was written (first write wins, never rewound). A chunk whose points' times all equal
+// the clock's stores no times at all: one time column per run instead of one per metric.
+//
 // Thread-safety: all members are guarded by `mu`. The single applier thread takes it exclusively to
 // write; readers take it shared.
 #pragma once
@@ -35,6 +39,8 @@ struct ChunkRef {
   uint32_t chunk_no = 0;  // per series, increasing in seal order
   uint32_t gen = 0;       // series generation when sealed
   bool superseded = false;  // holds points a rewind hid while they were still in memory
+  // The encoded chunk stores no times: each point's time is the run clock's at its step.
+  bool times_from_clock = false;
   int64_t hidden_from_step = std::numeric_limits<int64_t>::max();
   Summary summary;
   std::shared_ptr<const std::vector<Point>> points;  // set until persisted
@@ -45,6 +51,10 @@ struct ChunkRef {
 };
 
 enum class ApplyOutcome { kAppended, kFilledIn, kDuplicate, kRewound };
+
+// The run clock's metric name. Control characters are refused in user metric names, so it cannot
+// collide with one.
+inline const std::string kClockMetric = "\x01clock";
 
 class Series {
  public:
@@ -68,6 +78,10 @@ class Series {
   bool has_latest = false;
   Point latest;                // the visible point with the highest step
   uint32_t next_chunk_no = 0;
+  // The run's clock series; nullptr for the clock itself. Set once, before the series is shared.
+  Series* clock = nullptr;
+
+  bool is_clock() const { return key_.metric == kClockMetric; }
 
   // Records a rewind at `step` as generation gen+1: hides head points at or after it (moving them
   // to the superseded buffers) and marks sealed chunks. Caller holds mu exclusively.

@@ -85,6 +85,10 @@ def bits(x):
 
 
 class SeriesModel:
+    """One series under the documented write rules: a step above every visible one is appended; the
+    same bits at a visible step are a no-op; a different value at a visible step starts a new timeline
+    (every visible point at that step or later becomes superseded); an empty step is filled in."""
+
     def __init__(self):
         self.visible = {}     # step -> (time, value)
         self.superseded = []  # (step, time, value)
@@ -258,7 +262,8 @@ class Server:
             params["project"] = project
         r = self.get("/api/v1/export", params, timeout=120)
         assert r.status == 200, r
-        return [loads(line) for line in r.text.splitlines() if line.strip()]
+        # split on "\n" only: str.splitlines() would also split inside names holding U+2028 and friends
+        return [loads(line) for line in r.text.split("\n") if line.strip()]
 
     def metric_value(self, name):
         """Sum of the samples of a Prometheus metric in /metrics."""

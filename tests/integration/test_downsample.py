@@ -14,7 +14,7 @@ import struct
 
 import pytest
 
-from conftest import SeriesModel, bits, loads
+from conftest import SeriesModel, bits
 
 T0 = 1767225600.0
 NAN, INF = float("nan"), float("inf")
@@ -288,6 +288,9 @@ def test_buckets_equal_brute_force_on_time(module_server, data, x):
             assert grid["from"] <= lo and grid["to"] >= hi, (grid, lo, hi)
         want = brute_force_buckets(points, grid, x_of)
         compare_buckets(body["series"][0]["buckets"], want, "%s %r" % (x, (count, frm, to)))
+        if frm is not None:  # the same range on a raw read
+            raw = raw_series(module_server, [run], "m", x=x, **{"from": repr(frm), "to": repr(to)})[0]
+            assert same_points(raw, [p for p in points if frm <= x_of(p) <= to]) is None, (x, frm, to)
 
 
 def test_two_runs_share_one_grid(module_server, data):
@@ -342,3 +345,67 @@ def test_same_answers_after_restart(module_server, data, kill):
             got = buckets_request(module_server, [run], "m", **params)
             want = brute_force_buckets(before[run], got["grid"], lambda p: float(p[0]))
             compare_buckets(got["series"][0]["buckets"], want, "after restart %s %r" % (run, (count, frm, to)))
+
+
+def test_rewind_into_chunks_loaded_from_disk(module_server, data):
+    """After a restart, new timelines and fill-ins land on chunks that came back from the store."""
+    rng = random.Random(5)
+    model = data["walk"]
+    steps = sorted(model.visible)
+    module_server.restart(kill=True)
+    target = steps[len(steps) // 3]  # deep inside the sealed chunks
+    t = T0 + 100_000
+    ops = [(s, t + i, float(i) - 0.5) for i, s in enumerate(range(target, target + 1500))]
+    holes = [s for s in range(steps[0], target) if s not in model.visible][:20]
+    ops += [(h, t + 5000 + i, 1e6 + i) for i, h in enumerate(holes)]  # fill-ins below the rewind
+    ops += [ops[0], ops[-1]]  # identical retries
+    write_ops(module_server, "walk", "m", ops, model, rng)
+    assert holes and model.rewinds >= 4
+    for restart in (False, True):
+        if restart:
+            module_server.restart(kill=True)
+        assert same_points(raw_series(module_server, ["walk"], "m")[0], model.points()) is None
+        body = module_server.get_json("/api/v1/series/superseded", {"project": PROJECT, "run": "walk", "metric": "m"})
+        assert len(body["points"]) == len(model.superseded)
+        points = model.points()
+        for count, frm, to in GRIDS:
+            params = {"buckets": count}
+            if frm is not None:
+                params.update({"from": frm, "to": to})
+            got = buckets_request(module_server, ["walk"], "m", **params)
+            want = brute_force_buckets(points, got["grid"], lambda p: float(p[0]))
+            compare_buckets(got["series"][0]["buckets"], want, "reloaded walk %r" % ((count, frm, to),))
+
+
+def test_step_ranges_beyond_int64(module_server):
+    """from/to are doubles; a range reaching past the int64 steps must still select by value.
+
+    Found by this suite: the server casts from/to to int64 without clamping, so a `to` above 2^63
+    selects nothing and a `from` above 2^63 selects everything."""
+    top = 9223372036854775807
+    module_server.write_ok([{"project": PROJECT, "run": "huge", "step": s, "time": T0 + i, "metrics": {"m": v}}
+                            for i, (s, v) in enumerate([(0, 1.0), (5, 3.0), (top, 2.0)])])
+    def steps(**params):
+        return [p[0] for p in raw_series(module_server, ["huge"], "m", **params)[0]]
+    assert steps() == [0, 5, top]
+    assert steps(**{"from": "0", "to": "100"}) == [0, 5]
+    assert steps(**{"from": "-1e30", "to": "10"}) == [0, 5]
+    assert steps(**{"from": "0", "to": "1e19"}) == [0, 5, top], "to beyond int64 dropped every point"
+    assert steps(**{"from": "0", "to": "1e300"}) == [0, 5, top]
+    assert steps(**{"from": "1e19"}) == [], "from beyond int64 selected points below it"
+    assert steps(**{"from": "1e19", "to": "1e20"}) == []
+
+
+def test_bucket_first_at_the_largest_step(module_server):
+    """A bucket whose lowest step is int64 max must still report that point as `first`.
+
+    Found by this suite: Bucket::AddPoint only takes `first` when p.step < first_step, and first_step
+    starts at int64 max, so such a bucket reports first=0."""
+    top = 9223372036854775807
+    module_server.write_ok([{"project": PROJECT, "run": "huge2", "step": s, "time": T0 + i, "metrics": {"m": v}}
+                            for i, (s, v) in enumerate([(0, 1.0), (top, 2.0)])])
+    body = buckets_request(module_server, ["huge2"], "m", buckets=2)
+    points = raw_series(module_server, ["huge2"], "m")[0]
+    want = brute_force_buckets(points, body["grid"], lambda p: float(p[0]))
+    assert [b["count"] for b in want] == [1, 1]
+    compare_buckets(body["series"][0]["buckets"], want, "huge2")

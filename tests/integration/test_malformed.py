@@ -1,6 +1,4 @@
 """Bad input of every kind gets a clear error, is never stored, and disturbs nothing else."""
-import json
-import os
 import re
 import socket
 import struct
@@ -85,6 +83,25 @@ def pb_write_request(run, steps, times, columns, project="pb"):
     for name, values in columns.items():
         column = pb_string(1, name) + field(3, 2, b"".join(struct.pack("<d", v) for v in values))
         batch += field(5, 2, column)
+    return field(3, 2, batch)
+
+
+def pb_sparse(run, steps, columns, project="pb"):
+    """A RunBatch whose columns carry explicit rows: columns = {name: (rows, values)}."""
+    batch = pb_string(1, project) + pb_string(2, run)
+    batch += field(3, 2, b"".join(varint(s) for s in steps))
+    batch += field(4, 2, b"".join(struct.pack("<d", 1767225600.0 + s) for s in steps))
+    for name, (rows, values) in columns.items():
+        column = pb_string(1, name) + field(2, 2, b"".join(varint(r) for r in rows))
+        column += field(3, 2, b"".join(struct.pack("<d", v) for v in values))
+        batch += field(5, 2, column)
+    return field(3, 2, batch)
+
+
+def pb_raw_twice():
+    column = pb_string(1, "loss") + field(3, 2, struct.pack("<d", 1.0))
+    batch = pb_string(1, "pb") + pb_string(2, "pb_twice") + field(3, 2, varint(1))
+    batch += field(4, 2, struct.pack("<d", 1767225600.0)) + field(5, 2, column) + field(5, 2, column)
     return field(3, 2, batch)
 
 
@@ -173,11 +190,17 @@ def test_invalid_utf8_in_names_is_rejected(module_server, what, line):
     assert not run_exists(module_server, "utf_ok") and not run_exists(module_server, "utf_ok2")
 
 
-def test_valid_utf8_names_are_accepted(module_server):
-    name = "räksmörgås-训练-🚀"
-    module_server.write_ok([{"project": "ünï", "run": name, "step": 1, "metrics": {"λ/loss": 0.25}}])
+def test_valid_utf8_and_json_special_names_round_trip(module_server):
+    name = 'räksmörgås-训练-🚀 "quoted" back\\slash'
+    metrics = {"λ/loss": 0.25, 'q"uote': 1.0, "back\\slash": 2.0, "\u2028line-sep": 3.0, "a/b?c&d=e#f": 4.0}
+    module_server.write_ok([{"project": "ünï", "run": name, "step": 1, "time": 1767225600, "metrics": metrics}])
     rows = module_server.export(name, project="ünï")
-    assert rows == [{"project": "ünï", "run": name, "step": 1, "time": rows[0]["time"], "metrics": {"λ/loss": 0.25}}]
+    assert rows == [{"project": "ünï", "run": name, "step": 1, "time": 1767225600, "metrics": metrics}]
+    listed = module_server.get_json("/api/v1/metrics", {"project": "ünï", "run": name})
+    assert sorted(m["name"] for m in listed) == sorted(metrics)
+    body = module_server.get_json("/api/v1/series", {"project": "ünï", "run": name, "metric": 'q"uote'})
+    assert body["metric"] == 'q"uote' and body["series"][0]["run"] == name
+    assert body["series"][0]["points"] == [[1, 1767225600, 1.0]]
 
 
 def test_empty_and_blank_bodies(module_server):
@@ -208,6 +231,27 @@ def test_mix_of_good_and_bad_lines(module_server):
     rows = module_server.export("mix")
     got = {(row["step"], m): v for row in rows for m, v in row["metrics"].items()}
     assert got == {(1, "loss"): 1.0, (3, "loss"): 3.0, (3, "acc"): 0.5, (5, "loss"): float("inf")}, rows
+
+
+def test_metric_named_twice_in_one_line(module_server):
+    """{"metrics":{"a":1,"a":2}} is one point at one step. Either the line is refused (as the protobuf
+    path refuses a metric named twice in one batch), or one value is stored; it must not count two
+    points, nor start a second timeline with a superseded point that nobody ever wrote separately.
+
+    Found by this suite: the server stores both, the second as a rewind: points_accepted 2,
+    timelines 2, and the first value listed by /series/superseded."""
+    r = write_raw(module_server, '{"run":"dupkey","step":1,"time":1767225600,"metrics":{"a":1,"a":2}}\n')
+    if r.status == 400:
+        body = r.json()
+        assert body["errors"][0]["line"] == 1 and "'a'" in body["errors"][0]["error"], body
+        assert not run_exists(module_server, "dupkey")
+        return
+    assert r.status == 200, r
+    assert r.json()["points_accepted"] == 1, r.json()
+    (metric,) = module_server.get_json("/api/v1/metrics", {"run": "dupkey"})
+    assert metric["count"] == 1 and metric["timelines"] == 1, metric
+    superseded = module_server.get_json("/api/v1/series/superseded", {"run": "dupkey", "metric": "a"})
+    assert superseded["points"] == [], superseded
 
 
 def test_many_bad_lines_are_counted_and_reports_are_capped(module_server):
@@ -340,6 +384,12 @@ def test_protobuf_write_and_bad_protobuf_bodies(module_server):
     rows = module_server.export("pbrun", project="pb")
     assert [row["step"] for row in rows] == [1, 2, 3]
     assert rows[0]["metrics"] == {"loss": 0.5, "acc": 0.1}
+    # Sparse columns: values only at the rows named.
+    r = module_server.post("/api/v1/write", pb_sparse("pbsparse", [10, 11, 12], {"a": ([0, 2], [1.0, 3.0]),
+                                                                                 "b": ([1], [2.0])}), headers=PB)
+    assert r.status == 200 and r.json()["points_accepted"] == 3, r
+    rows = module_server.export("pbsparse", project="pb")
+    assert [(row["step"], row["metrics"]) for row in rows] == [(10, {"a": 1.0}), (11, {"b": 2.0}), (12, {"a": 3.0})]
 
 
 def test_protobuf_semantic_errors(module_server):
@@ -350,13 +400,16 @@ def test_protobuf_semantic_errors(module_server):
         ("dense column too short", pb_write_request("pb_dense", [1, 2], [1.0, 2.0], {"loss": [1.0]}), "values"),
         ("bad run name", pb_write_request("bad\x01", [1], [1.0], {"loss": [1.0]}), "control"),
         ("missing run", pb_write_request("", [1], [1.0], {"loss": [1.0]}), "run"),
+        ("metric twice", pb_raw_twice(), "twice"),
+        ("row out of range", pb_sparse("pb_rows", [1, 2], {"loss": ([0, 5], [1.0, 2.0])}), "out of range"),
+        ("rows and values differ", pb_sparse("pb_rows2", [1, 2], {"loss": ([0, 1], [1.0])}), "differ"),
     ]
     for label, body, keyword in cases:
         r = module_server.post("/api/v1/write", body, headers=PB)
         assert r.status == 400, (label, r)
         errors = r.json()["errors"]
         assert errors and keyword in errors[0]["error"], (label, errors)
-    for run in ("pb_neg", "pb_times", "pb_nantime", "pb_dense"):
+    for run in ("pb_neg", "pb_times", "pb_nantime", "pb_dense", "pb_twice", "pb_rows", "pb_rows2"):
         assert not run_exists(module_server, run, project="pb")
 
 
@@ -394,6 +447,18 @@ def test_http_garbage_on_a_raw_socket(module_server, garbage):
     assert b'{"error":' in response, response[:300]
     assert module_server.alive()
     assert module_server.get("/healthz").status == 200
+
+
+def test_pipelined_requests_are_answered_in_order(module_server):
+    requests = (b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+                b"GET /api/v1/nope HTTP/1.1\r\nHost: x\r\n\r\n"
+                b"POST /api/v1/write HTTP/1.1\r\nHost: x\r\nContent-Length: 49\r\n\r\n"
+                b'{"run":"piped","step":1,"metrics":{"loss":0.5}}\n\n'
+                b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    response = raw_exchange(module_server.port, requests)
+    statuses = re.findall(rb"HTTP/1\.1 (\d{3}) ", response)
+    assert statuses == [b"200", b"404", b"200", b"200"], response
+    assert run_exists(module_server, "piped")
 
 
 def test_slow_clients_do_not_block_others(module_server):

@@ -1,4 +1,6 @@
 """GET /api/v1/runs search, run metadata updates, and the ingest counters in /metrics."""
+import json
+
 import pytest
 
 SERVER_ARGS = ()
@@ -9,9 +11,10 @@ T0 = 1767225600
 @pytest.fixture(scope="module")
 def runs(module_server):
     s = module_server
+
     # Metadata through /runs/update ...
     def update(run, body, project=P):
-        r = s.post("/api/v1/runs/update", __import__("json").dumps(body), params={"project": project, "run": run})
+        r = s.post("/api/v1/runs/update", json.dumps(body), params={"project": project, "run": run})
         assert r.status == 200, r
     s.write_ok([{"project": P, "run": "r_alpha", "step": 0, "time": T0 + 1, "metrics": {"loss": 0.9, "acc": 0.1}},
                 {"project": P, "run": "r_alpha", "step": 10, "time": T0 + 2, "metrics": {"loss": 0.5, "acc": 0.4}}])
@@ -127,7 +130,6 @@ def test_run_metadata_update(runs):
     assert run["start_time"] == T0 + 1 and run["last_write_time"] == T0 + 2
     assert sorted(m["name"] for m in run["metrics"]) == ["acc", "loss"]
 
-    import json
     def update(body, expect=200, run="r_update", project=P):
         r = s.post("/api/v1/runs/update", json.dumps(body) if not isinstance(body, str) else body,
                    params={"project": project, "run": run})

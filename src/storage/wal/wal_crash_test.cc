@@ -24,7 +24,7 @@ void RunLifetime(test::FaultInjectionFileSystem& fs, const std::string& dir, int
                  std::map<uint64_t, std::string>& acknowledged, uint64_t& torn_tail_bytes) {
   SCOPED_TRACE("lifetime " + std::to_string(lifetime));
   WalOptions options;
-  options.segment_bytes = 2048;  // frequent rolls: new files and directory syncs mid-stream
+  options.segment_bytes = 2048;    // frequent rolls: new files and directory syncs mid-stream
   options.max_queue_bytes = 4096;  // appenders outrun the disk: keep groups small
   auto opened = WalLog::Open(fs, dir, options);
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();

@@ -71,7 +71,8 @@ inline uint32_t RecordCrc(uint64_t lsn, std::string_view payload) {
 // "00000000000000000042.wal" for 42.
 inline std::string SegmentFileName(uint64_t first_lsn) {
   std::string digits = std::to_string(first_lsn);
-  return std::string(kSegmentNameDigits - digits.size(), '0') + digits + std::string(kSegmentSuffix);
+  return std::string(kSegmentNameDigits - digits.size(), '0') + digits +
+         std::string(kSegmentSuffix);
 }
 
 // The first LSN a segment file name stands for, or nullopt if `name` is not exactly 20 decimal

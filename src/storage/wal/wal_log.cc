@@ -228,7 +228,7 @@ WalStats WalLog::Stats() const {
   return stats;
 }
 
-Status WalLog::health() const {
+Status WalLog::Health() const {
   std::lock_guard<std::mutex> lock(mu_);
   return failure_;
 }

@@ -39,16 +39,16 @@ struct WalOptions {
 
 // Counters for metrics; a snapshot taken by WalLog::Stats().
 struct WalStats {
-  uint64_t appends = 0;          // records made durable
-  uint64_t failed_appends = 0;   // records whose callback got an error
-  uint64_t groups = 0;           // group commits, each ending in one fdatasync
-  uint64_t syncs = 0;            // fdatasync and directory fsync calls, segment rolls included
-  uint64_t bytes_written = 0;    // bytes written to segments, headers and framing included
-  uint64_t payload_bytes = 0;    // payload bytes of the records made durable
+  uint64_t appends = 0;             // records made durable
+  uint64_t failed_appends = 0;      // records whose callback got an error
+  uint64_t groups = 0;              // group commits, each ending in one fdatasync
+  uint64_t syncs = 0;               // fdatasync and directory fsync calls, segment rolls included
+  uint64_t bytes_written = 0;       // bytes written to segments, headers and framing included
+  uint64_t payload_bytes = 0;       // payload bytes of the records made durable
   uint64_t backpressure_waits = 0;  // Append calls that blocked on max_queue_bytes
-  uint64_t queued_bytes = 0;     // gauge: payload bytes appended and not yet durable
-  uint64_t segments = 0;         // gauge: segment files
-  uint64_t disk_bytes = 0;       // gauge: bytes of all segment files
+  uint64_t queued_bytes = 0;        // gauge: payload bytes appended and not yet durable
+  uint64_t segments = 0;            // gauge: segment files
+  uint64_t disk_bytes = 0;          // gauge: bytes of all segment files
 };
 
 // Thread-safe. Appends from any number of threads are queued; one writer thread owned by the log
@@ -60,7 +60,7 @@ struct WalStats {
 // stops the log for good ("fail-stop"): later appends fail with that error. After a failed fsync
 // the kernel may have dropped the dirty pages and cleared the error, so the file's contents are
 // unknown and a retried fsync could report success for data that is gone; the only safe recovery
-// is to restart and recover from what is on disk. health() returns the error for the server to
+// is to restart and recover from what is on disk. Health() returns the error for the server to
 // report.
 //
 // Callbacks run on the writer thread: they should be quick, and may call Append (which then never
@@ -77,7 +77,8 @@ class WalLog final : public Log {
   static Result<std::unique_ptr<WalLog>> Open(FileSystem& fs, std::string dir,
                                               WalOptions options = {});
 
-  // Closes (see Close) and waits for the writer thread.
+  // Closes (see Close) and waits for the writer thread. No other call may be in flight, and it
+  // must not run inside an append callback.
   ~WalLog() override;
   WalLog(const WalLog&) = delete;
   WalLog& operator=(const WalLog&) = delete;
@@ -108,7 +109,7 @@ class WalLog final : public Log {
 
   WalStats Stats() const;
   // OK, or the error that stopped the log.
-  Status health() const;
+  Status Health() const;
 
  private:
   struct Pending {

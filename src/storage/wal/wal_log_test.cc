@@ -47,12 +47,10 @@ class WalLogTest : public ::testing::Test {
 TEST_F(WalLogTest, OpenRejectsBadOptions) {
   WalOptions options;
   options.segment_bytes = 0;
-  EXPECT_EQ(WalLog::Open(fs_, dir_.path(), options).status().code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(WalLog::Open(fs_, dir_.path(), options).status().code(), StatusCode::kInvalidArgument);
   options = WalOptions();
   options.max_record_bytes = uint64_t{kMaxRecordBytes} + 1;
-  EXPECT_EQ(WalLog::Open(fs_, dir_.path(), options).status().code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(WalLog::Open(fs_, dir_.path(), options).status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST_F(WalLogTest, EmptyLogStartsAtOne) {
@@ -91,8 +89,7 @@ TEST_F(WalLogTest, ReopenReplaysAndContinuesInANewSegment) {
   EXPECT_EQ(r.stats.report, "");
 
   EXPECT_EQ(AppendAll(*log, {"four"}), (std::vector<uint64_t>{4}));
-  EXPECT_THAT(SegmentNames(),
-              ElementsAre("00000000000000000001.wal", "00000000000000000004.wal"));
+  EXPECT_THAT(SegmentNames(), ElementsAre("00000000000000000001.wal", "00000000000000000004.wal"));
   log.reset();
   log = OpenLog();
   EXPECT_EQ(ReplayAll(*log).records.size(), 4u);
@@ -407,7 +404,8 @@ TEST_F(WalLogTest, CorruptionInAnEarlierSegmentSkipsTheRestOfIt) {
   EXPECT_EQ(r.stats.corrupt_records, 1u);
   EXPECT_EQ(r.stats.lsn_gaps, 1u);
   EXPECT_THAT(r.stats.report, HasSubstr(names[1]));
-  EXPECT_THAT(r.stats.report, HasSubstr("checksum mismatch at offset " + std::to_string(bad_offset)));
+  EXPECT_THAT(r.stats.report,
+              HasSubstr("checksum mismatch at offset " + std::to_string(bad_offset)));
   EXPECT_THAT(r.stats.report, HasSubstr("lsns " + std::to_string(second_first + 3) + ".." +
                                         std::to_string(third_first - 1) + " missing"));
   EXPECT_EQ(r.records.size(), 200 - (third_first - second_first - 3));
@@ -581,6 +579,27 @@ TEST_F(WalLogTest, AppendBlocksWhenTheQueueIsFull) {
   EXPECT_EQ(log->Stats().backpressure_waits, 1u);
 }
 
+TEST_F(WalLogTest, GroupsStopAtMaxGroupBytes) {
+  WalOptions options;
+  options.max_group_bytes = 250;
+  auto log = OpenLog(options);
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::promise<void> holding;
+  log->Append("hold", [&](const Status&, uint64_t) {
+    holding.set_value();
+    released.wait();
+  });
+  holding.get_future().wait();
+  std::vector<std::string> records(10, std::string(100, 'g'));
+  records.push_back(std::string(1000, 'G'));  // bigger than a group: a group of its own
+  CallbackLog callbacks;
+  for (const std::string& r : records) log->Append(r, callbacks.Callback());
+  release.set_value();
+  for (const auto& [status, lsn] : callbacks.WaitFor(records.size())) EXPECT_TRUE(status.ok());
+  EXPECT_EQ(log->Stats().groups, 1u + 5u + 1u);
+}
+
 TEST_F(WalLogTest, WriteErrorFailsTheGroupAndStopsTheLog) {
   test::FaultInjectionFileSystem fault(fs_);
   auto opened = WalLog::Open(fault, dir_.path());
@@ -593,7 +612,7 @@ TEST_F(WalLogTest, WriteErrorFailsTheGroupAndStopsTheLog) {
   auto first = callbacks.WaitFor(1);
   EXPECT_EQ(first[0].first.code(), StatusCode::kIoError);
   EXPECT_EQ(first[0].second, 2u);
-  EXPECT_THAT(log.health().message(), HasSubstr("injected EIO"));
+  EXPECT_THAT(log.Health().message(), HasSubstr("injected EIO"));
 
   fault.SetWriteError(Status::Ok());  // the disk "recovers": the log must stay stopped
   log.Append("refused", callbacks.Callback());

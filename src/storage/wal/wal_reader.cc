@@ -13,21 +13,22 @@ Status SegmentReader::Fail(Status status) {
 
 Result<SegmentHeader> SegmentReader::ReadHeader() {
   if (contents_.size() < kSegmentHeaderSize) {
-    return Fail(Status::Corruption("segment header truncated: " +
-                                   std::to_string(contents_.size()) + " of " +
-                                   std::to_string(kSegmentHeaderSize) + " bytes"));
+    return Fail(Status::Corruption("segment header truncated: " + std::to_string(contents_.size()) +
+                                   " of " + std::to_string(kSegmentHeaderSize) + " bytes"));
   }
   const char* p = contents_.data();
   if (std::string_view(p, kSegmentMagic.size()) != kSegmentMagic) {
     return Fail(Status::Corruption("bad segment magic"));
   }
   const uint32_t stored = UnmaskCrc(DecodeFixed32(p + 20));
-  if (crc32c::Value(p, 20) != stored) return Fail(Status::Corruption("segment header checksum mismatch"));
+  if (crc32c::Value(p, 20) != stored)
+    return Fail(Status::Corruption("segment header checksum mismatch"));
   SegmentHeader header;
   header.version = DecodeFixed32(p + 8);
   header.first_lsn = DecodeFixed64(p + 12);
   if (header.version != kFormatVersion) {
-    return Fail(Status::Corruption("unsupported segment version " + std::to_string(header.version)));
+    return Fail(
+        Status::Corruption("unsupported segment version " + std::to_string(header.version)));
   }
   header_read_ = true;
   valid_end_ = kSegmentHeaderSize;

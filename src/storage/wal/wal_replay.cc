@@ -163,8 +163,8 @@ Result<ReplayStats> WalLog::Replay(
         continue;
       }
       if (expected != 0 && record.lsn > expected) {
-        gap(expected, record.lsn - 1, " before segment " + name + " offset " +
-                                          std::to_string(record.offset));
+        gap(expected, record.lsn - 1,
+            " before segment " + name + " offset " + std::to_string(record.offset));
       }
       Status s = fn(record.lsn, record.payload);
       if (!s.ok()) return s.WithContext("replaying WAL record " + std::to_string(record.lsn));

@@ -38,8 +38,8 @@ Result<std::unique_ptr<SegmentWriter>> SegmentWriter::Create(FileSystem& fs, std
     return Status::Internal("new WAL segment " + path + " already holds " +
                             std::to_string(file->Size()) + " bytes");
   }
-  return std::unique_ptr<SegmentWriter>(new SegmentWriter(std::move(path), std::move(file),
-                                                          first_lsn));
+  return std::unique_ptr<SegmentWriter>(
+      new SegmentWriter(std::move(path), std::move(file), first_lsn));
 }
 
 SegmentWriter::SegmentWriter(std::string path, std::unique_ptr<WritableFile> file,
