@@ -43,7 +43,7 @@ def ensure_workload(args, lp=False):
         cmd = ["/usr/bin/python3", generator, "--preset", args.preset, "--out", out]
         if not lp:
             cmd.append("--no-lp")
-        print(f"# generating workload: {' '.join(cmd)}", flush=True)
+        print(f"# generating workload: {' '.join(cmd)}", file=sys.stderr, flush=True)
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     return out
 
@@ -197,3 +197,11 @@ def store_sizes(data_dir):
         "store_rocks_log": dir_bytes(store, lambda n: n.endswith(".log")),
         "wal": dir_bytes(os.path.join(data_dir, "wal")),
     }
+
+
+if __name__ == "__main__":
+    # `benchlib.py --preset 1m`: generates the preset's workload (with line protocol) if missing.
+    import argparse
+    parser = argparse.ArgumentParser(description="Generates a preset's workload into the work dir.")
+    add_common_args(parser)
+    print(ensure_workload(parser.parse_args(), lp=True))

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "api/json_writer.h"
@@ -24,6 +25,13 @@ bool ParseInt(const std::string& text, int64_t* out) {
 bool ParseDouble(const std::string& text, double* out) {
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
   return ec == std::errc() && ptr == text.data() + text.size() && std::isfinite(*out);
+}
+
+// A step bound from a double: saturates at the int64 range (doubles beyond it, and ±Inf).
+int64_t ClampToStep(double x) {
+  if (!(x < 0x1p63)) return std::numeric_limits<int64_t>::max();
+  if (x < -0x1p63) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(x);
 }
 
 std::vector<std::string> SplitComma(const std::string& text) {
@@ -203,8 +211,9 @@ void HandleSeries(ApiContext& ctx, HttpRequest&& req, Responder respond) {
       std::vector<storage::Point> points;
       storage::SeriesReadOptions options;
       if (axis == storage::XAxis::kStep) {
-        options.from_step = std::isfinite(from) ? static_cast<int64_t>(std::ceil(from)) : options.from_step;
-        options.to_step = std::isfinite(to) ? static_cast<int64_t>(std::floor(to)) : options.to_step;
+        options.from_step = ClampToStep(std::ceil(from));
+        options.to_step = ClampToStep(std::floor(to));
+        if (from > 0x1p63 || to < -0x1p63) options.to_step = options.from_step - 1;  // empty range
       }
       Status s = ctx.engine.ReadSeries({project, runs[i], metric}, options, &points);
       if (i) body.push_back(',');
@@ -249,7 +258,7 @@ void HandleSeries(ApiContext& ctx, HttpRequest&& req, Responder respond) {
     }
   }
   grid.from = std::isfinite(from) ? from : (std::isfinite(lo) ? lo : 0);
-  grid.to = std::isfinite(to) ? to : (std::isfinite(hi) ? hi : grid.from);
+  grid.to = std::isfinite(to) ? to : (std::isfinite(hi) ? std::max(hi, grid.from) : grid.from);
   if (grid.to < grid.from) return respond(HttpResponse::Error(400, "to is below from"));
   body += ",\"grid\":{\"from\":";
   AppendNumber(&body, grid.from, NonFinite::kStrings);
@@ -274,9 +283,11 @@ void HandleSeries(ApiContext& ctx, HttpRequest&& req, Responder respond) {
       if (k) body.push_back(',');
       body += "{\"i\":" + std::to_string(b.index) + ",\"count\":" + std::to_string(b.count) +
               ",\"nan_count\":" + std::to_string(b.nan_count) + ",\"min\":";
-      AppendNumber(&body, b.min, NonFinite::kStrings);
+      // A bucket of NaNs only has no min or max.
+      const bool has_range = b.count > b.nan_count;
+      if (has_range) AppendNumber(&body, b.min, NonFinite::kStrings); else body += "null";
       body += ",\"max\":";
-      AppendNumber(&body, b.max, NonFinite::kStrings);
+      if (has_range) AppendNumber(&body, b.max, NonFinite::kStrings); else body += "null";
       body += ",\"first\":";
       AppendNumber(&body, b.first, NonFinite::kStrings);
       body += ",\"last\":";

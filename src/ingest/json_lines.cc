@@ -1,5 +1,6 @@
 #include "ingest/json_lines.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <unordered_map>
@@ -151,7 +152,7 @@ class LineParser {
     bool done = false;
     for (bool first = true;; first = false) {
       if (!scanner_.NextKey(&name, &done, first)) return false;
-      if (done) return true;
+      if (done) return CheckDistinct(*line);
       Status s = ValidateName("metric", name, limits_);
       if (!s.ok()) return Fail("field 'metrics': " + s.message());
       if (scanner_.PeekKind() != 'n') {
@@ -167,6 +168,18 @@ class LineParser {
       }
       line->metrics.emplace_back(std::move(name), v);
     }
+  }
+
+  // A metric twice in one line is ambiguous (which value?): the line is refused.
+  bool CheckDistinct(const Line& line) {
+    if (line.metrics.size() < 2) return true;
+    std::vector<std::string_view> names;
+    names.reserve(line.metrics.size());
+    for (const auto& [name, value] : line.metrics) names.push_back(name);
+    std::sort(names.begin(), names.end());
+    auto dup = std::adjacent_find(names.begin(), names.end());
+    if (dup == names.end()) return true;
+    return Fail("metric '" + std::string(*dup) + "' appears twice in the line");
   }
 
   bool ParseTags(Line* line) {

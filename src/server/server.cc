@@ -128,7 +128,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   p->live = std::make_unique<api::LiveHub>(p->metrics);
   p->engine->SetCommitListener([live = p->live.get()](const v1::WriteRequest& request,
                                                       const storage::WriteOutcome& outcome) {
-    if (!outcome.duplicate_batch) live->Publish(request);
+    if (!outcome.duplicate_batch && outcome.points_written > 0) live->Publish(request);
   });
 
   p->api = std::make_unique<api::ApiContext>(

@@ -12,6 +12,7 @@ int64_t BucketGrid::IndexOf(double x) const {
 }
 
 void Bucket::AddPoint(const Point& p) {
+  const bool empty = count == 0;
   ++count;
   if (std::isnan(p.value)) {
     ++nan_count;
@@ -20,12 +21,12 @@ void Bucket::AddPoint(const Point& p) {
     max = std::max(max, p.value);
     if (std::isfinite(p.value)) sum += p.value;
   }
-  if (p.step < first_step) {
+  if (empty || p.step < first_step) {
     first_step = p.step;
     first = p.value;
     first_time = p.time;
   }
-  if (p.step > last_step) {
+  if (empty || p.step > last_step) {
     last_step = p.step;
     last = p.value;
     last_time = p.time;
@@ -34,17 +35,18 @@ void Bucket::AddPoint(const Point& p) {
 
 void Bucket::AddSummary(const Summary& s) {
   if (s.count == 0) return;
+  const bool empty = count == 0;
   count += s.count;
   nan_count += s.nan_count;
   min = std::min(min, s.min);
   max = std::max(max, s.max);
   sum += s.sum;
-  if (s.first_step < first_step) {
+  if (empty || s.first_step < first_step) {
     first_step = s.first_step;
     first = s.first;
     first_time = s.min_time;
   }
-  if (s.last_step > last_step) {
+  if (empty || s.last_step > last_step) {
     last_step = s.last_step;
     last = s.last;
     last_time = s.max_time;

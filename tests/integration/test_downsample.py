@@ -166,7 +166,10 @@ def compare_buckets(got, want, context):
     for g, w in zip(got, want):
         for field in ("count", "nan_count", "first_step", "last_step"):
             assert g[field] == w[field], "%s bucket %d %s: got %r, want %r" % (context, w["i"], field, g, w)
-        for field in ("min", "max", "first", "last"):
+        if w["count"] == w["nan_count"]:
+            assert g["min"] is None and g["max"] is None, "%s bucket %d: all NaN, so no min/max: %r" % (
+                context, w["i"], g)
+        for field in ("first", "last") if w["count"] == w["nan_count"] else ("min", "max", "first", "last"):
             assert same_number(num(g[field]), w[field]), (
                 "%s bucket %d %s: got %r, want %r (bucket %r)" % (context, w["i"], field, g[field], w[field], g))
         tolerance = 1e-9 * w["abs"] + 1e-9

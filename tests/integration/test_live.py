@@ -1,4 +1,5 @@
 """WebSocket /api/v1/live: subscriptions receive committed points, filtered by project, run and metric."""
+import itertools
 import json
 import time
 
@@ -90,6 +91,9 @@ def test_rejected_lines_are_not_published(module_server):
         ws.close()
 
 
+_fresh_steps = itertools.count(2)
+
+
 @pytest.mark.parametrize("message", [
     "not json",
     "[]",
@@ -111,9 +115,11 @@ def test_bad_subscribe_gets_an_error_and_the_connection_stays_usable(module_serv
         # ... and a good one afterwards works.
         ws.send(json.dumps({"subscribe": {"project": "live", "runs": ["r4"]}}))
         assert recv_json(ws) == {"type": "subscribed"}
-        module_server.write_ok([{"project": "live", "run": "r4", "step": 2, "time": 1767225600,
+        # A fresh step for each case: an identical rewrite changes nothing and is not pushed.
+        step = next(_fresh_steps)
+        module_server.write_ok([{"project": "live", "run": "r4", "step": step, "time": 1767225600,
                                  "metrics": {"loss": 2}}])
-        assert recv_json(ws)["metrics"] == {"loss": [[2, 1767225600, 2]]}
+        assert recv_json(ws)["metrics"] == {"loss": [[step, 1767225600, 2]]}
     finally:
         ws.close()
 
@@ -145,3 +151,15 @@ def test_closed_subscribers_are_forgotten(module_server):
     assert module_server.metric_value("trainwatch_live_subscribers") == before
     # Writes after the subscribers left still succeed.
     module_server.write_ok([{"project": "live", "run": "r7", "step": 1, "metrics": {"loss": 1}}])
+
+
+def test_identical_rewrite_is_not_pushed_again(module_server):
+    ws = subscribe(module_server, project="live", runs=["r9"])
+    try:
+        line = {"project": "live", "run": "r9", "step": 1, "time": 1767225600, "metrics": {"loss": 9}}
+        module_server.write_ok([line])
+        assert recv_json(ws)["metrics"] == {"loss": [[1, 1767225600, 9]]}
+        module_server.write_ok([line])  # a retry: nothing changed
+        assert_silent(ws, 0.5)
+    finally:
+        ws.close()

@@ -159,6 +159,7 @@ Status FaultInjectionFileSystem::Truncate(const std::string& path, uint64_t size
 Status FaultInjectionFileSystem::SyncDir(const std::string& dir) {
   std::lock_guard<std::mutex> lock(mu_);
   if (down_) return Down();
+  if (!sync_dir_error_.ok()) return sync_dir_error_;
   TW_RETURN_IF_ERROR(base_.SyncDir(dir));
   const std::string normalized = WithoutTrailingSlashes(dir);
   for (auto& [path, state] : files_) {
@@ -220,6 +221,11 @@ void FaultInjectionFileSystem::Restart() {
 void FaultInjectionFileSystem::SetWriteError(Status error) {
   std::lock_guard<std::mutex> lock(mu_);
   write_error_ = std::move(error);
+}
+
+void FaultInjectionFileSystem::SetSyncDirError(Status error) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sync_dir_error_ = std::move(error);
 }
 
 int64_t FaultInjectionFileSystem::SyncedBytes(const std::string& path) const {

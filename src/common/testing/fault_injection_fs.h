@@ -69,6 +69,8 @@ class FaultInjectionFileSystem final : public FileSystem {
   // While `error` is not OK, Append and Sync of every file handed out return it without touching
   // the file (an I/O error such as EIO or ENOSPC). Pass Status::Ok() to stop.
   void SetWriteError(Status error);
+  // The same for SyncDir.
+  void SetSyncDirError(Status error);
 
   // Bytes of `path` known durable, or -1 when the file is not tracked (never opened for writing
   // through this object since the last Crash()).
@@ -98,6 +100,7 @@ class FaultInjectionFileSystem final : public FileSystem {
   uint64_t generation_ = 0;                 // GUARDED_BY(mu_); bumped by Crash()
   bool down_ = false;                       // GUARDED_BY(mu_)
   Status write_error_;                      // GUARDED_BY(mu_)
+  Status sync_dir_error_;                   // GUARDED_BY(mu_)
 };
 
 }  // namespace trainwatch::test

@@ -148,6 +148,11 @@ TEST_F(FaultInjectionFileSystemTest, InjectedWriteErrors) {
   fs_.SetWriteError(Status::Ok());
   EXPECT_TRUE(file->Append("x").ok());
   EXPECT_TRUE(file->Sync().ok());
+
+  fs_.SetSyncDirError(Status::IoError("injected dir EIO"));
+  EXPECT_EQ(fs_.SyncDir(dir_.path()).message(), "injected dir EIO");
+  ASSERT_TRUE(fs_.Crash().ok());
+  EXPECT_FALSE(PosixFileSystem().Exists(dir_.Join("f")));  // its creation never became durable
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <future>
 #include <map>
 #include <random>
 #include <thread>
@@ -133,6 +134,39 @@ TEST(WalCrashTest, CrashRightAfterARoll) {
   EXPECT_EQ(r.stats.lsn_gaps, 0u);
   EXPECT_EQ((*log)->NextLsn(), 3u);
   EXPECT_EQ(AppendAll(**log, {"3"}), (std::vector<uint64_t>{3}));
+}
+
+// One group that fills several segments: no segment may be created before the directory entry
+// of the one before it is durable, or a crash could keep a later segment and lose an earlier one.
+TEST(WalCrashTest, NoSegmentIsCreatedBeforeItsPredecessorIsDurable) {
+  test::TempDir dir;
+  test::FaultInjectionFileSystem fs(PosixFileSystem());
+  WalOptions options;
+  options.segment_bytes = 256;
+  auto log = WalLog::Open(fs, dir.path(), options);
+  ASSERT_TRUE(log.ok());
+  AppendAll(**log, {"first"});  // segment 1 exists, and its name is durable
+
+  // Hold the writer in a callback so that the next records form one group.
+  std::promise<void> holding;
+  std::promise<void> release;
+  (*log)->Append("hold", [&](const Status&, uint64_t) {
+    holding.set_value();
+    release.get_future().wait();
+  });
+  holding.get_future().wait();
+  CallbackLog callbacks;
+  for (int i = 0; i < 6; ++i) (*log)->Append(Payload(i, 100), callbacks.Callback());
+  fs.SetSyncDirError(Status::IoError("injected"));
+  release.set_value();
+  for (const auto& [status, lsn] : callbacks.WaitFor(6)) EXPECT_FALSE(status.ok());
+
+  // Segment 1 filled up; the group rolled to a new segment, whose name could not be made
+  // durable, so the group stopped there instead of creating a third segment.
+  auto names = PosixFileSystem().ListDir(dir.path());
+  ASSERT_TRUE(names.ok());
+  EXPECT_EQ(names->size(), 2u);
+  EXPECT_TRUE((*log)->Health().code() == StatusCode::kIoError);
 }
 
 }  // namespace

@@ -126,24 +126,18 @@ void WalLog::WriterLoop() {
 }
 
 Status WalLog::WriteGroup(const std::vector<Pending>& group, WalStats* delta) {
-  bool new_segment = false;
   for (const Pending& p : group) {
     const uint64_t framed = kRecordHeaderSize + p.record.size();
     if (active_ == nullptr ||
         (active_->records() > 0 && active_->size() + framed > options_.segment_bytes)) {
       TW_RETURN_IF_ERROR(StartSegment(p.lsn, delta));
-      new_segment = true;
     }
     active_->Add(p.lsn, p.record);
     delta->bytes_written += framed;
   }
   TW_RETURN_IF_ERROR(active_->Sync());  // one write and one fdatasync for the whole group
   ++delta->syncs;
-  if (new_segment) {
-    // A new file survives a crash only once its directory entry is durable.
-    TW_RETURN_IF_ERROR(fs_.SyncDir(dir_).WithContext("syncing WAL directory"));
-    ++delta->syncs;
-  }
+  TW_RETURN_IF_ERROR(SyncDirIfNeeded(delta));
   std::lock_guard<std::mutex> lock(mu_);
   segments_.back().bytes = active_->size();
   return Status::Ok();
@@ -151,18 +145,32 @@ Status WalLog::WriteGroup(const std::vector<Pending>& group, WalStats* delta) {
 
 Status WalLog::StartSegment(uint64_t lsn, WalStats* delta) {
   if (active_ != nullptr) {
+    // The old segment must be complete on disk, file and name, before the next one can exist:
+    // otherwise a crash could keep the new segment and lose the old one's records, a hole that
+    // recovery cannot repair.
     TW_RETURN_IF_ERROR(active_->Sync());
     ++delta->syncs;
+    TW_RETURN_IF_ERROR(SyncDirIfNeeded(delta));
     TW_RETURN_IF_ERROR(active_->Close());
     std::lock_guard<std::mutex> lock(mu_);
     segments_.back().bytes = active_->size();
     active_.reset();
   }
   TW_ASSIGN_OR_RETURN(active_, SegmentWriter::Create(fs_, SegmentPath(lsn), lsn));
+  dir_dirty_ = true;
   delta->bytes_written += kSegmentHeaderSize;
   std::lock_guard<std::mutex> lock(mu_);
   // Recovery may have left an empty placeholder with this very name (see Recover); reuse its entry.
   if (segments_.empty() || segments_.back().first_lsn != lsn) segments_.push_back({lsn, 0});
+  return Status::Ok();
+}
+
+Status WalLog::SyncDirIfNeeded(WalStats* delta) {
+  if (!dir_dirty_) return Status::Ok();
+  // A new file survives a crash only once its directory entry is durable.
+  TW_RETURN_IF_ERROR(fs_.SyncDir(dir_).WithContext("syncing WAL directory"));
+  ++delta->syncs;
+  dir_dirty_ = false;
   return Status::Ok();
 }
 

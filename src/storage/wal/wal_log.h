@@ -132,8 +132,11 @@ class WalLog final : public Log {
   void WriterLoop();
   // Writes and syncs one group, rolling segments as needed. Writer thread only.
   Status WriteGroup(const std::vector<Pending>& group, WalStats* delta);
-  // Closes the active segment (already synced) and starts one whose first record is `lsn`.
+  // Syncs and closes the active segment, if any, and starts one whose first record is `lsn`.
+  // Writer thread only.
   Status StartSegment(uint64_t lsn, WalStats* delta);
+  // Fsyncs the directory if a segment was created since it was last synced. Writer thread only.
+  Status SyncDirIfNeeded(WalStats* delta);
 
   FileSystem& fs_;
   const std::string dir_;
@@ -156,8 +159,9 @@ class WalLog final : public Log {
   std::mutex close_mu_;     // serializes joining writer_
   std::thread writer_;      // GUARDED_BY(close_mu_) once started
 
-  // Writer thread only (and Recover, before the thread starts).
+  // Writer thread only.
   std::unique_ptr<SegmentWriter> active_;
+  bool dir_dirty_ = false;  // a segment was created and the directory not synced since
 };
 
 }  // namespace trainwatch::storage::wal

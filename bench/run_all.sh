@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Runs every benchmark of bench/ against the binaries of BUILD_DIR and prints their figures; nothing
+# here passes or fails on a figure (a benchmark that crashes makes the exit status non-zero).
+# `make bench` runs it. See bench/README.md.
+#
+#   bench/run_all.sh BUILD_DIR [--preset 10m|1m] [--skip NAME,...]
+#
+# NAME: encoding, ingest, query, live, memory, influx. Workloads are generated on first use into
+# $TRAINWATCH_BENCH_DIR (default /tmp/trainwatch-bench), with scratch data directories beside them.
+set -uo pipefail
+
+usage() { echo "usage: bench/run_all.sh BUILD_DIR [--preset 10m|1m] [--skip NAME,...]" >&2; exit 2; }
+[ $# -ge 1 ] || usage
+BUILD_DIR=$(cd "$1" && pwd) || usage
+shift
+PRESET=10m
+SKIP=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --preset) PRESET=${2:-}; shift 2 ;;
+    --skip) SKIP=${2:-}; shift 2 ;;
+    *) usage ;;
+  esac
+done
+case "$PRESET" in 10m|1m) ;; *) usage ;; esac
+
+cd "$(dirname "$0")"
+PY=${PYTHON:-/usr/bin/python3}
+COMMON=(--build-dir "$BUILD_DIR" --preset "$PRESET")
+FAILED=()
+
+run() {  # run NAME COMMAND...
+  local name=$1
+  shift
+  if [[ ",$SKIP," == *",$name,"* ]]; then
+    echo "=== $name: skipped"
+    return
+  fi
+  echo
+  echo "=== $name: $*"
+  local start=$SECONDS
+  if ! "$@"; then
+    FAILED+=("$name")
+    echo "=== $name: FAILED"
+  fi
+  echo "=== $name: $((SECONDS - start)) s"
+}
+
+echo "trainwatch benchmarks, preset $PRESET, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) CPUs, git $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+# The workload first, so that no benchmark's figures include generating it.
+WORKLOAD_DIR=$("$PY" benchlib.py "${COMMON[@]}") || exit 1
+WORKLOAD=$WORKLOAD_DIR/workload.jsonl
+if [ -x "$BUILD_DIR/bin/encoding_bench" ]; then
+  run encoding "$BUILD_DIR/bin/encoding_bench" "$WORKLOAD"
+else
+  echo "=== encoding: $BUILD_DIR/bin/encoding_bench not built"
+fi
+run ingest "$PY" ingest_disk_bench.py "${COMMON[@]}" --no-encoding
+run query "$PY" query_latency_bench.py "${COMMON[@]}"
+run live "$PY" live_latency_bench.py "${COMMON[@]}"
+run memory "$PY" memory_bench.py "${COMMON[@]}"
+run influx "$PY" influx_compare_bench.py "${COMMON[@]}"
+
+if [ ${#FAILED[@]} -gt 0 ]; then
+  echo "benchmarks that failed to run: ${FAILED[*]}"
+  exit 1
+fi
