@@ -60,6 +60,27 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / CLK_TCK  # fields 14 and 15 of the full line
 
 
+def run_queue_wait_seconds(pid):
+    """Seconds the threads of `pid` have spent runnable but waiting for a CPU (sum over threads,
+    /proc/PID/task/*/schedstat field 2): how much a busy machine delayed the server."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[1])
+        except (FileNotFoundError, ProcessLookupError):
+            pass  # the thread ended
+    return total / 1e9
+
+
+def machine_busy_seconds():
+    """Busy CPU seconds of the whole machine so far (/proc/stat, all but idle and iowait)."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:9]]
+    user, nice, system, idle, iowait, irq, softirq, steal = fields
+    return (user + nice + system + irq + softirq + steal) / CLK_TCK
+
+
 def rss_bytes(pid):
     with open(f"/proc/{pid}/status") as f:
         for line in f:

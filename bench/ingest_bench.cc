@@ -11,13 +11,17 @@
 // Transports: grpc (trainwatch.v1.Ingest/Write bidi streams; each stream keeps --inflight batches
 // unacknowledged; acks mean durable), http (POST /api/v1/write NDJSON bodies over keep-alive
 // connections, one request in flight each), files (every file of --files as one POST body to
-// --path: for InfluxDB line protocol). --json-out writes the figures as one JSON object.
+// --path: for InfluxDB line protocol). --rate paces the lanes; --max-seconds stops them, and with
+// --loop (gRPC) they resend the workload shifted past its last step until then, as a background
+// load of any length from a bounded workload. --json-out writes the figures as one JSON object.
 
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
+#include <cstdint>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -61,6 +65,7 @@ struct Flags {
   uint64_t points = 0;  // files transport: the points the files hold
   int server_pid = 0;
   double max_seconds = 0;  // stop submitting after this long (0: send everything)
+  bool loop = false;       // grpc: resend the workload, later in steps and time, until max_seconds
   double rate = 0;         // points/s over all lanes (0: as fast as acknowledged)
   std::string json_out;
   std::string label;
@@ -73,7 +78,7 @@ const char kUsage[] =
     "  grpc:  [--streams 4] [--inflight 8] [--rows-per-batch 1000] [--no-writer-id]\n"
     "  http:  [--connections 4] [--body-bytes 4194304]\n"
     "  files: [--connections 4] [--path TARGET] [--content-type TYPE]\n"
-    "  [--max-seconds S] [--rate POINTS_PER_S]\n";
+    "  [--max-seconds S [--loop]] [--rate POINTS_PER_S]\n";
 
 bool ParseFlags(int argc, char** argv, Flags* f) {
   for (int i = 1; i < argc; ++i) {
@@ -103,11 +108,13 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
     else if (a == "--points") f->points = std::strtoull(value().c_str(), nullptr, 10);
     else if (a == "--server-pid") f->server_pid = std::atoi(value().c_str());
     else if (a == "--max-seconds") f->max_seconds = std::atof(value().c_str());
+    else if (a == "--loop") f->loop = true;
     else if (a == "--rate") f->rate = std::atof(value().c_str());
     else if (a == "--json-out") f->json_out = value();
     else if (a == "--label") f->label = value();
     else return false;
   }
+  if (f->loop && (f->transport != "grpc" || f->max_seconds <= 0)) return false;
   bool source = f->transport == "files" ? !f->files.empty() : (!f->workload.empty() != !f->shape.empty());
   return !f->target.empty() && source && f->streams > 0 && f->inflight > 0 && f->connections > 0 &&
          f->rows_per_batch > 0 && (f->transport == "grpc" || f->transport == "http" || f->transport == "files");
@@ -154,8 +161,39 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target, int lane) 
   return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
 }
 
+// How far one pass over a workload reaches; --loop shifts every later pass by this much, so that it
+// continues each series instead of rewriting it.
+struct Span {
+  int64_t steps = 0;
+  double seconds = 0;
+};
+
+Span SpanOf(const Workload& w) {
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  double t_lo = INFINITY, t_hi = -INFINITY;
+  for (const RunData& run : w.runs) {
+    for (size_t i = 0; i < run.steps.size(); ++i) {
+      lo = std::min(lo, run.steps[i]);
+      hi = std::max(hi, run.steps[i]);
+      t_lo = std::min(t_lo, run.times[i]);
+      t_hi = std::max(t_hi, run.times[i]);
+    }
+  }
+  if (lo > hi) return {};
+  const int64_t steps = hi - lo + 1;
+  return {steps, steps > 1 ? (t_hi - t_lo) * static_cast<double>(steps) / static_cast<double>(steps - 1) : 1};
+}
+
+void ShiftBatch(v1::WriteRequest* request, const Span& span, uint64_t sequence_shift) {
+  if (request->sequence() != 0) request->set_sequence(request->sequence() + sequence_shift);
+  for (v1::RunBatch& batch : *request->mutable_runs()) {
+    for (int64_t& step : *batch.mutable_steps()) step += span.steps;
+    for (double& time : *batch.mutable_times()) time += span.seconds;
+  }
+}
+
 void RunGrpcLane(const std::shared_ptr<grpc::Channel>& channel, std::vector<ProtoBatch>& batches,
-                 int inflight, const Pacer& pacer, LaneResult* out) {
+                 int inflight, const Pacer& pacer, const Span* loop, LaneResult* out) {
   auto stub = v1::Ingest::NewStub(channel);
   grpc::ClientContext context;
   auto stream = stub->Write(&context);
@@ -180,19 +218,30 @@ void RunGrpcLane(const std::shared_ptr<grpc::Channel>& channel, std::vector<Prot
       cv.notify_all();
     }
   });
-  for (ProtoBatch& batch : batches) {
-    {
-      std::unique_lock lock(mu);
-      cv.wait(lock, [&] { return sent.size() < static_cast<size_t>(inflight); });
+  bool more = true;
+  for (int pass = 0; more; ++pass) {
+    for (ProtoBatch& batch : batches) {
+      {
+        std::unique_lock lock(mu);
+        cv.wait(lock, [&] { return sent.size() < static_cast<size_t>(inflight); });
+      }
+      if (!pacer.Admit(out->points_sent)) {
+        more = false;
+        break;
+      }
+      if (pass > 0) ShiftBatch(&batch.request, *loop, batches.size());  // Write() copied it out
+      {
+        std::lock_guard lock(mu);
+        sent.push_back(Clock::now());
+      }
+      if (!stream->Write(batch.request)) {  // the stream broke; Finish() says why
+        more = false;
+        break;
+      }
+      ++out->requests;
+      out->points_sent += batch.points;
     }
-    if (!pacer.Admit(out->points_sent)) break;
-    {
-      std::lock_guard lock(mu);
-      sent.push_back(Clock::now());
-    }
-    if (!stream->Write(batch.request)) break;  // the stream broke; Finish() says why
-    ++out->requests;
-    out->points_sent += batch.points;
+    more = more && loop != nullptr;
   }
   stream->WritesDone();
   reader.join();
@@ -205,26 +254,21 @@ void RunGrpcLane(const std::shared_ptr<grpc::Channel>& channel, std::vector<Prot
 
 // --- HTTP ---
 
-struct HttpBody {
-  std::string body;
-  uint64_t points = 0;
-};
-
 // Reads "points_accepted":N (and rejected) from a trainwatch write response; 0 if absent.
 uint64_t JsonCounter(const std::string& body, const std::string& key) {
   size_t at = body.find("\"" + key + "\":");
   return at == std::string::npos ? 0 : std::strtoull(body.c_str() + at + key.size() + 3, nullptr, 10);
 }
 
-void RunHttpLane(const std::string& target, const Flags& flags, const std::vector<HttpBody>& bodies,
-                 const Pacer& pacer, HttpConnection& conn, LaneResult* out) {
+void RunHttpLane(const Flags& flags, const std::vector<TextBody>& bodies, const Pacer& pacer,
+                 HttpConnection& conn, LaneResult* out) {
   const bool trainwatch = flags.transport == "http";
   const std::string content_type = !flags.content_type.empty() ? flags.content_type
                                    : trainwatch               ? "application/x-ndjson"
                                                               : "text/plain";
   HttpReply reply;
   std::string error;
-  for (const HttpBody& b : bodies) {
+  for (const TextBody& b : bodies) {
     if (!pacer.Admit(out->points_sent)) break;
     auto t0 = Clock::now();
     if (!conn.Request("POST", flags.path, content_type, b.body, &reply, &error)) {
@@ -249,27 +293,26 @@ void RunHttpLane(const std::string& target, const Flags& flags, const std::vecto
 }
 
 // Every file of `dir` (sorted by name) as one body; `total_points` spread by byte share.
-std::vector<std::vector<HttpBody>> LoadFileBodies(const std::string& dir, uint64_t total_points,
+std::vector<std::vector<TextBody>> LoadFileBodies(const std::string& dir, uint64_t total_points,
                                                   int lanes) {
   std::vector<std::filesystem::path> paths;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (entry.is_regular_file()) paths.push_back(entry.path());
   }
   std::sort(paths.begin(), paths.end());
-  std::vector<std::vector<HttpBody>> out(static_cast<size_t>(lanes));
-  std::vector<HttpBody*> all;
+  std::vector<std::vector<TextBody>> out(static_cast<size_t>(lanes));
   uint64_t total_bytes = 0;
   for (size_t i = 0; i < paths.size(); ++i) {
     std::ifstream in(paths[i], std::ios::binary);
     std::stringstream ss;
     ss << in.rdbuf();
     auto& lane = out[i % static_cast<size_t>(lanes)];
-    lane.push_back(HttpBody{ss.str(), 0});
+    lane.push_back(TextBody{ss.str(), 0});
     total_bytes += lane.back().body.size();
   }
   uint64_t assigned = 0, bytes_seen = 0;
   for (size_t i = 0; i < paths.size(); ++i) {
-    HttpBody& b = out[i % static_cast<size_t>(lanes)][i / static_cast<size_t>(lanes)];
+    TextBody& b = out[i % static_cast<size_t>(lanes)][i / static_cast<size_t>(lanes)];
     bytes_seen += b.body.size();
     uint64_t upto = total_bytes ? total_points * bytes_seen / total_bytes : 0;
     b.points = upto - assigned;
@@ -369,7 +412,7 @@ int Main(int argc, char** argv) {
   // Build every request and open every connection before the clock starts.
   const int lanes = flags.transport == "grpc" ? flags.streams : flags.connections;
   std::vector<std::vector<ProtoBatch>> proto(static_cast<size_t>(lanes));
-  std::vector<std::vector<HttpBody>> bodies(static_cast<size_t>(lanes));
+  std::vector<std::vector<TextBody>> bodies(static_cast<size_t>(lanes));
   if (flags.transport == "grpc") {
     for (int l = 0; l < lanes; ++l) {
       proto[l] = BuildProtoBatches(workload, l, lanes, flags.rows_per_batch);
@@ -385,11 +428,7 @@ int Main(int argc, char** argv) {
     shape += ", " + std::to_string(flags.streams) + " streams x " + std::to_string(flags.inflight) +
              " in flight, " + std::to_string(flags.rows_per_batch) + " rows per batch";
   } else if (flags.transport == "http") {
-    for (int l = 0; l < lanes; ++l) {
-      for (TextBody& t : BuildJsonBodies(workload, l, lanes, flags.body_bytes)) {
-        bodies[l].push_back(HttpBody{std::move(t.body), t.points});
-      }
-    }
+    for (int l = 0; l < lanes; ++l) bodies[l] = BuildJsonBodies(workload, l, lanes, flags.body_bytes);
     shape += ", " + std::to_string(lanes) + " connections, NDJSON bodies of ~" +
              std::to_string(flags.body_bytes >> 10) + " KiB";
   } else {
@@ -419,6 +458,7 @@ int Main(int argc, char** argv) {
       }
     }
   }
+  const Span span = SpanOf(workload);
   workload = Workload{};  // the requests hold copies
 
   std::vector<LaneResult> results(static_cast<size_t>(lanes));
@@ -433,9 +473,9 @@ int Main(int argc, char** argv) {
       threads.emplace_back([&, l] {
         Pacer pacer(start, lane_rate, flags.max_seconds);
         if (flags.transport == "grpc") {
-          RunGrpcLane(channels[l], proto[l], flags.inflight, pacer, &results[l]);
+          RunGrpcLane(channels[l], proto[l], flags.inflight, pacer, flags.loop ? &span : nullptr, &results[l]);
         } else {
-          RunHttpLane(flags.target, flags, bodies[l], pacer, *conns[l], &results[l]);
+          RunHttpLane(flags, bodies[l], pacer, *conns[l], &results[l]);
         }
       });
     }

@@ -3,10 +3,11 @@
 
 A subscriber on /api/v1/live follows project "live", run "probe". A probe thread writes one point
 every --interval seconds with POST /api/v1/write (keep-alive), the value being its wall-clock send
-time, and keeps its monotonic send time by step; latency = receipt - send, on the same clock. Three
-phases: idle, a paced background load (--rate points/s) and a saturating one, both by
-bin/ingest_bench over gRPC (synthetic runs, durable acks) in another process. Target: p99 <= 100 ms
-while ingesting. Prints figures only.
+time, and keeps its monotonic send time by step; latency = receipt - send, on the same clock. Phases:
+idle, paced background loads (--rates points/s) and a saturating one, the loads by bin/ingest_bench
+over gRPC (8 synthetic runs x 50 metrics, durable acks) in another process. With each phase: the
+server's CPU, how long its threads waited for a CPU, and how busy the whole machine was. Target:
+p99 <= 100 ms while ingesting. Prints figures only.
 
     /usr/bin/python3 bench/live_latency_bench.py --preset 1m
 """
@@ -92,63 +93,91 @@ class Probe:
                 self.push_ms.append((received - sent) * 1e3)
 
 
-def subscribe(http_addr):
-    ws = websocket.create_connection(f"ws://{http_addr}/api/v1/live", timeout=10)
-    ws.send(json.dumps({"subscribe": {"project": "live", "runs": ["probe"]}}))
-    reply = json.loads(ws.recv())
-    if reply.get("type") != "subscribed":
-        raise RuntimeError(f"subscribe failed: {reply}")
-    ws.settimeout(0.5)
-    return ws
+class Subscriber:
+    """A WebSocket subscriber to the probe run; hands each message to the probe as it arrives."""
+
+    def __init__(self, http_addr, probe):
+        self.ws = websocket.create_connection(f"ws://{http_addr}/api/v1/live", timeout=10)
+        self.ws.send(json.dumps({"subscribe": {"project": "live", "runs": ["probe"]}}))
+        reply = json.loads(self.ws.recv())
+        if reply.get("type") != "subscribed":
+            raise RuntimeError(f"subscribe failed: {reply}")
+        self.ws.settimeout(0.5)
+        self.probe = probe
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._receive)
+        self.thread.start()
+
+    def _receive(self):
+        while not self.stopping.is_set():
+            try:
+                text = self.ws.recv()
+            except websocket.WebSocketTimeoutException:
+                continue
+            self.probe.on_message(text, time.monotonic())
+
+    def close(self):
+        self.stopping.set()
+        self.thread.join()
+        self.ws.close()
+
+
+class BackgroundLoad:
+    """bin/ingest_bench writing synthetic runs over gRPC for `seconds`, paced to `rate` points/s
+    (0: as fast as the server acknowledges)."""
+
+    def __init__(self, args, server, name, rate):
+        with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
+            self.out_path = f.name
+        cmd = [benchlib.binary(args, "ingest_bench"), "--transport", "grpc", "--target", server.grpc,
+               "--server-pid", str(server.pid), "--shape", "8x50x25000", "--project", "load",
+               "--run-prefix", f"{name}-", "--max-seconds", str(args.seconds + 1), "--loop",
+               "--json-out", self.out_path]
+        if rate > 0:
+            cmd += ["--rate", str(rate)]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        # ingest_bench builds its requests first (a second or two): wait until the server works.
+        cpu0 = server.cpu()
+        while self.proc.poll() is None and server.cpu() - cpu0 < 0.05:
+            time.sleep(0.1)
+
+    def finish(self):
+        """Waits for the load to end; returns ingest_bench's figures."""
+        _, err = self.proc.communicate()
+        try:
+            if self.proc.returncode != 0:
+                raise RuntimeError(f"background load failed: {err.strip()}")
+            with open(self.out_path) as f:
+                return json.load(f)
+        finally:
+            os.unlink(self.out_path)
 
 
 def run_phase(args, server, name, rate):
-    """One phase: optional background load, the probe and the subscriber for --seconds."""
+    """One phase: an optional background load, the probe and the subscriber for --seconds."""
     probe = Probe(server.http, args.interval)
-    ws = subscribe(server.http)
-    load, out_path = None, None
-    if rate is not None:
-        out_path = tempfile.mktemp(suffix=".json")
-        cmd = [benchlib.binary(args, "ingest_bench"), "--transport", "grpc", "--target", server.grpc,
-               "--server-pid", str(server.pid), "--shape", f"8x50x{args.load_steps}", "--project", "load",
-               "--run-prefix", f"{name}-", "--max-seconds", str(args.seconds + 1), "--json-out", out_path]
-        if rate > 0:
-            cmd += ["--rate", str(rate)]
-        load = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        # ingest_bench builds its requests first (a second or two); start probing once it sends.
-        cpu0 = server.cpu()
-        while load.poll() is None and server.cpu() - cpu0 < 0.05:
-            time.sleep(0.1)
-    stop = threading.Event()
-
-    def receive():
-        while not stop.is_set():
-            try:
-                text = ws.recv()
-            except websocket.WebSocketTimeoutException:
-                continue
-            probe.on_message(text, time.monotonic())
-
-    receiver = threading.Thread(target=receive)
-    receiver.start()
+    subscriber = Subscriber(server.http, probe)
+    load = BackgroundLoad(args, server, name, rate) if rate is not None else None
+    t0, cpu0 = time.monotonic(), server.cpu()
+    wait0, busy0 = benchlib.run_queue_wait_seconds(server.pid), benchlib.machine_busy_seconds()
     probe.write_until(time.monotonic() + args.seconds)
+    elapsed = time.monotonic() - t0
+    server_cores = (server.cpu() - cpu0) / elapsed
+    waiting = (benchlib.run_queue_wait_seconds(server.pid) - wait0) / elapsed
+    busy = (benchlib.machine_busy_seconds() - busy0) / elapsed
     time.sleep(0.5)  # let the last pushes arrive
-    stop.set()
-    receiver.join()
-    ws.close()
-    achieved = ""
+    subscriber.close()
+    heading = name
     if load is not None:
-        _, err = load.communicate()
-        if load.returncode != 0:
-            raise RuntimeError(f"background load failed: {err.strip()}")
-        with open(out_path) as f:
-            r = json.load(f)
-        os.unlink(out_path)
-        achieved = f"; background load {r['points_per_s'] / 1e6:.2f} M points/s achieved, ack p99 {r['ack_p99_ms']:.0f} ms"
-    print(f"{name}{achieved}")
+        r = load.finish()
+        heading += f"; background load {r['points_per_s'] / 1e6:.2f} M points/s achieved, ack p99 {r['ack_p99_ms']:.0f} ms"
+    print(heading)
     print(f"  push latency  {percentiles(probe.push_ms)}; not pushed {len(probe.sent)} of {probe.step}"
           + (f"; {len(probe.errors)} probe writes failed" if probe.errors else ""))
-    print(f"  probe ack     {percentiles(probe.ack_ms)}", flush=True)
+    print(f"  probe ack     {percentiles(probe.ack_ms)}")
+    print(f"  CPU           server {server_cores:.2f} cores; its threads waited {waiting:.2f} s per s for a CPU; "
+          f"machine busy {busy:.2f} of {os.cpu_count()} cores (everything, this driver and the load included)",
+          flush=True)
     return name, probe.push_ms
 
 
@@ -161,8 +190,6 @@ def main():
     args = parser.parse_args()
     if args.seconds is None:
         args.seconds = 20 if args.preset == "10m" else 8
-    # Enough synthetic steps that the saturating load never runs dry (8 runs x 50 metrics each).
-    args.load_steps = int(args.seconds * 8e6 / 400) + 1000
 
     print(f"## live push latency, preset {args.preset} ({args.seconds:g} s per phase, a probe write every "
           f"{args.interval * 1e3:g} ms): target p99 <= 100 ms while ingesting", flush=True)

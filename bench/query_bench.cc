@@ -2,8 +2,11 @@
 // prints latency percentiles, the response size, and the first (cold) request's time. Prints
 // figures only; never passes or fails on them.
 //
-//   query_bench --target 127.0.0.1:8080 [--repeat 200] [--warmup 5] [--json-out FILE]
-//               NAME=TARGET [NAME=TARGET ...]
+//   query_bench --target 127.0.0.1:8080 [--repeat 200] [--warmup 5] [--server-pid PID]
+//               [--json-out FILE] NAME=TARGET [NAME=TARGET ...]
+//
+// With --server-pid it also prints the server's CPU time per request (from /proc), which a busy
+// machine disturbs far less than the latency.
 //   e.g. raw25k='/api/v1/series?run=run_00&metric=train%2Floss'
 
 #include <chrono>
@@ -16,6 +19,7 @@
 
 #include "http_client.h"
 #include "latency.h"
+#include "proc_stats.h"
 
 namespace trainwatch::bench {
 namespace {
@@ -28,7 +32,7 @@ struct Query {
 
 int Main(int argc, char** argv) {
   std::string target_addr, json_out;
-  int repeat = 200, warmup = 5;
+  int repeat = 200, warmup = 5, server_pid = 0;
   std::vector<Query> queries;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -36,11 +40,12 @@ int Main(int argc, char** argv) {
     else if (a == "--repeat" && i + 1 < argc) repeat = std::max(1, std::atoi(argv[++i]));
     else if (a == "--warmup" && i + 1 < argc) warmup = std::max(0, std::atoi(argv[++i]));
     else if (a == "--json-out" && i + 1 < argc) json_out = argv[++i];
+    else if (a == "--server-pid" && i + 1 < argc) server_pid = std::atoi(argv[++i]);
     else if (size_t eq = a.find('='); eq != std::string::npos && !a.starts_with("--")) {
       queries.push_back({a.substr(0, eq), a.substr(eq + 1)});
     } else {
       std::fprintf(stderr, "usage: query_bench --target HOST:PORT [--repeat N] [--warmup N] "
-                           "[--json-out FILE] NAME=TARGET...\n");
+                           "[--server-pid PID] [--json-out FILE] NAME=TARGET...\n");
       return 2;
     }
   }
@@ -55,8 +60,9 @@ int Main(int argc, char** argv) {
   for (const Query& q : queries) {
     HttpReply reply;
     std::vector<double> samples;
-    double first = 0;
+    double first = 0, server_cpu = 0;
     for (int i = 0; i < warmup + repeat; ++i) {
+      if (i == warmup && server_pid) server_cpu = -ProcessCpuSeconds(server_pid).value_or(0);
       auto t0 = Clock::now();
       if (!conn.Request("GET", q.target, "", "", &reply, &error)) {
         std::fprintf(stderr, "query_bench: %s: %s\n", q.name.c_str(), error.c_str());
@@ -70,16 +76,21 @@ int Main(int argc, char** argv) {
       if (i == 0) first = seconds;
       if (i >= warmup) samples.push_back(seconds);
     }
+    if (server_pid) server_cpu += ProcessCpuSeconds(server_pid).value_or(0);
+    const double cpu_ms = server_pid ? server_cpu * 1e3 / repeat : 0;
     LatencySummary s = Summarize(samples);
     std::string shown = q.target.size() > 100 ? q.target.substr(0, 97) + "..." : q.target;
     std::printf("query %-14s %s\n", q.name.c_str(), shown.c_str());
     std::printf("  latency        %s\n", FormatSummary(s, 1e3, "ms").c_str());
-    std::printf("  first request  %.3f ms; response %zu bytes\n", first * 1e3, reply.body.size());
+    std::printf("  first request  %.3f ms; response %zu bytes", first * 1e3, reply.body.size());
+    if (server_pid) std::printf("; server CPU %.2f ms per request", cpu_ms);
+    std::printf("\n");
     std::fflush(stdout);
     results.push_back({{"name", q.name}, {"target", q.target}, {"p50_ms", s.p50 * 1e3},
                        {"p90_ms", s.p90 * 1e3}, {"p99_ms", s.p99 * 1e3}, {"max_ms", s.max * 1e3},
                        {"mean_ms", s.mean * 1e3}, {"first_ms", first * 1e3},
-                       {"response_bytes", reply.body.size()}, {"n", s.count}});
+                       {"response_bytes", reply.body.size()}, {"n", s.count},
+                       {"server_cpu_ms", cpu_ms}});
   }
   if (!json_out.empty()) std::ofstream(json_out) << results.dump() << "\n";
   return 0;

@@ -50,7 +50,7 @@ def queries(args, meta, big_steps):
 
 def measure(args, server, named, warmup):
     cmd = [benchlib.binary(args, "query_bench"), "--target", server.http, "--repeat", str(args.repeat),
-           "--warmup", str(warmup)] + [f"{name}={target}" for name, target in named]
+           "--warmup", str(warmup), "--server-pid", str(server.pid)] + [f"{name}={target}" for name, target in named]
     return benchlib.run_client(cmd)
 
 
@@ -80,10 +80,12 @@ def main():
     server.stop()
 
     print("\n## summary (ms)")
-    print(f"{'query':10} {'warm p50':>9} {'warm p99':>9} {'restart first':>13} {'restart p50':>11} {'restart p99':>11} {'bytes':>9}")
+    print(f"{'query':10} {'warm p50':>9} {'warm p99':>9} {'CPU/req':>8} {'restart first':>13} {'restart p50':>11} "
+          f"{'restart p99':>11} {'bytes':>9}")
     for w, c in zip(warm, cold):
-        print(f"{w['name']:10} {w['p50_ms']:9.2f} {w['p99_ms']:9.2f} {c['first_ms']:13.2f} {c['p50_ms']:11.2f} "
-              f"{c['p99_ms']:11.2f} {w['response_bytes']:9}")
+        print(f"{w['name']:10} {w['p50_ms']:9.2f} {w['p99_ms']:9.2f} {w['server_cpu_ms']:8.2f} {c['first_ms']:13.2f} "
+              f"{c['p50_ms']:11.2f} {c['p99_ms']:11.2f} {w['response_bytes']:9}")
+    print("(CPU/req: the server's CPU milliseconds per warm request; less disturbed by a busy machine)")
 
 
 if __name__ == "__main__":

@@ -185,6 +185,9 @@ class Engine {
 
   // --- read path (engine_read.cc) ---
   Series* FindSeries(const SeriesKey& key) const;
+  // The series (NotFound if absent) and the x origin of its run on `axis` (its start time for
+  // relative time, else 0).
+  Status SeriesAndOrigin(const SeriesKey& key, XAxis axis, Series** series, double* origin) const;
   // Decoded points of a chunk; from memory, the cache, or the store.
   Result<PointsPtr> ChunkPoints(const Series& series, const ChunkRef& chunk) const;
   // Sets each point's time from the run clock (chunks sealed with times_from_clock).

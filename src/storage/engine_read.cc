@@ -223,14 +223,24 @@ std::map<std::string, Point> Engine::LatestValues(const std::string& project, co
   return out;
 }
 
-Status Engine::XRange(const SeriesKey& key, XAxis axis, double* lo, double* hi) const {
-  Series* series = FindSeries(key);
-  if (series == nullptr) return Status::NotFound("no metric '" + key.metric + "' in run '" + key.run + "'");
-  double origin = 0;
+Status Engine::SeriesAndOrigin(const SeriesKey& key, XAxis axis, Series** series,
+                               double* origin) const {
+  *series = FindSeries(key);
+  if (*series == nullptr) return Status::NotFound("no metric '" + key.metric + "' in run '" + key.run + "'");
+  *origin = 0;
   if (axis == XAxis::kRelativeTime) {
     std::shared_lock lock(runs_mu_);
-    origin = runs_.at(key.run_key())->info.start_time;
+    auto it = runs_.find(key.run_key());
+    if (it == runs_.end()) return Status::NotFound("run '" + key.run + "' was deleted");
+    *origin = it->second->info.start_time;
   }
+  return Status::Ok();
+}
+
+Status Engine::XRange(const SeriesKey& key, XAxis axis, double* lo, double* hi) const {
+  Series* series;
+  double origin;
+  TW_RETURN_IF_ERROR(SeriesAndOrigin(key, axis, &series, &origin));
   std::shared_lock lock(series->mu);
   bool any = false;
   *lo = std::numeric_limits<double>::infinity();
@@ -259,13 +269,9 @@ Status Engine::XRange(const SeriesKey& key, XAxis axis, double* lo, double* hi) 
 
 Status Engine::Downsample(const SeriesKey& key, XAxis axis, const BucketGrid& grid,
                           std::vector<Bucket>* out) const {
-  Series* series = FindSeries(key);
-  if (series == nullptr) return Status::NotFound("no metric '" + key.metric + "' in run '" + key.run + "'");
-  double origin = 0;
-  if (axis == XAxis::kRelativeTime) {
-    std::shared_lock lock(runs_mu_);
-    origin = runs_.at(key.run_key())->info.start_time;
-  }
+  Series* series;
+  double origin;
+  TW_RETURN_IF_ERROR(SeriesAndOrigin(key, axis, &series, &origin));
   Downsampler sampler(grid, axis, origin);
   std::shared_lock lock(series->mu);
   for (const ChunkRef& chunk : series->chunks) {

@@ -71,9 +71,10 @@ struct WalStats {
 class WalLog final : public Log {
  public:
   // Opens (creating if needed) the WAL in `dir`. Finds the segments and recovers the last one: a
-  // torn or corrupt tail is truncated away (reported by the next Replay), so NextLsn() and
-  // Append() are right even if Replay is never called. The next Append starts a new segment.
-  // `fs` must outlive the log. Returns InvalidArgument for bad options, or the file system error.
+  // torn or corrupt tail is truncated away (reported by the next Replay), and the segment and the
+  // directory are synced, so that whatever Replay returns is durable. NextLsn() and Append() are
+  // right even if Replay is never called. The next Append starts a new segment. `fs` must
+  // outlive the log. Returns InvalidArgument for bad options, or the file system's error.
   static Result<std::unique_ptr<WalLog>> Open(FileSystem& fs, std::string dir,
                                               WalOptions options = {});
 
@@ -90,8 +91,9 @@ class WalLog final : public Log {
   // means "from the oldest record kept"). A bad record in a segment other than the last is
   // reported (file, offset, reason) and the rest of that segment skipped; replay goes on with the
   // next segment. LSN gaps are reported, including records from from_lsn on that are missing at
-  // the start or end. Returns InvalidArgument once an Append was accepted, the file system's
-  // error if a segment cannot be read, or fn's error (with the LSN as context).
+  // the start or end. Reads one whole segment into memory at a time. Returns InvalidArgument once
+  // an Append was accepted, the file system's error if a segment cannot be read, or fn's error
+  // (with the LSN as context).
   Result<ReplayStats> Replay(
       uint64_t from_lsn,
       const std::function<Status(uint64_t lsn, std::string_view record)>& fn) override;
