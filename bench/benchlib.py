@@ -12,7 +12,10 @@ import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-GEN_WORKLOAD = os.path.join(os.path.dirname(REPO), "shared", "bench", "gen_workload.py")
+# The workload generator lives in shared/, inside the checkout or beside it.
+GEN_WORKLOAD = next((p for p in (os.path.join(REPO, "shared", "bench", "gen_workload.py"),
+                                 os.path.join(os.path.dirname(REPO), "shared", "bench", "gen_workload.py"))
+                     if os.path.exists(p)), "shared/bench/gen_workload.py")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
@@ -119,8 +122,7 @@ class Server:
 
     def start(self, timeout=300):
         os.makedirs(self.data_dir, exist_ok=True)
-        self.log = open(os.path.join(os.path.dirname(self.data_dir.rstrip("/")),
-                                     os.path.basename(self.data_dir.rstrip("/")) + ".log"), "ab")
+        self.log = open(self.data_dir.rstrip("/") + ".log", "ab")  # the server's stderr, beside its data
         cmd = [self.binary, "serve", "--data-dir", self.data_dir, "--listen", "127.0.0.1:0",
                "--grpc-listen", "127.0.0.1:0", "--log-level", "warn"] + self.extra
         t0 = time.monotonic()
@@ -148,7 +150,7 @@ class Server:
     def rss(self):
         return rss_bytes(self.pid)
 
-    def stop(self, timeout=600):
+    def stop(self):
         """SIGTERM (drain and checkpoint); returns (seconds to exit, CPU seconds of the shutdown)."""
         cpu0 = self.cpu()
         t0 = time.monotonic()
@@ -157,6 +159,7 @@ class Server:
         _, status, usage = os.wait4(self.pid, 0)
         seconds = time.monotonic() - t0
         self.proc.returncode = os.waitstatus_to_exitcode(status)
+        self.proc.stdout.close()
         self.log.close()
         if self.proc.returncode != 0:
             print(f"# warning: trainwatch exited with {self.proc.returncode}; see {self.log.name}")

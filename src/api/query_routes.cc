@@ -57,7 +57,7 @@ void AppendPoint(std::string* out, const storage::Point& p) {
   out->push_back(']');
 }
 
-void AppendLatest(std::string* out, const std::map<std::string, storage::Point>& latest) {
+void AppendLatest(std::string* out, const std::vector<std::pair<std::string, storage::Point>>& latest) {
   out->push_back('{');
   bool first = true;
   for (const auto& [name, p] : latest) {
@@ -75,7 +75,34 @@ void AppendLatest(std::string* out, const std::map<std::string, storage::Point>&
   out->push_back('}');
 }
 
-std::string RunJson(const storage::RunInfo& info) { return info.ToJson().dump(); }
+// The run's fields as JSON members, without the braces (callers add their own members).
+void AppendRunFields(std::string* out, const storage::RunInfo& info) {
+  *out += "\"project\":";
+  AppendString(out, info.project);
+  *out += ",\"id\":";
+  AppendString(out, info.id);
+  *out += ",\"name\":";
+  AppendString(out, info.name);
+  *out += ",\"group\":";
+  AppendString(out, info.group);
+  *out += ",\"tags\":[";
+  bool first = true;
+  for (const std::string& tag : info.tags) {
+    if (!first) out->push_back(',');
+    first = false;
+    AppendString(out, tag);
+  }
+  *out += "],\"config\":" + info.config.dump() + ",\"status\":\"";
+  *out += storage::RunStatusName(info.status);
+  *out += "\",\"start_time\":";
+  AppendNumber(out, info.start_time, NonFinite::kStrings);
+  *out += ",\"end_time\":";
+  AppendNumber(out, info.end_time, NonFinite::kStrings);
+  *out += ",\"last_write_time\":";
+  AppendNumber(out, info.last_write_time, NonFinite::kStrings);
+  *out += ",\"host\":";
+  AppendString(out, info.host);
+}
 
 void HandleRuns(ApiContext& ctx, HttpRequest&& req, Responder respond) {
   RunQuery query;
@@ -100,14 +127,16 @@ void HandleRuns(ApiContext& ctx, HttpRequest&& req, Responder respond) {
   }
   Result<RunPage> page = SearchRuns(ctx.engine, query);
   if (!page.ok()) return respond(HttpResponse::Error(HttpStatusOf(page.status()), page.status().message()));
-  std::string body = "{\"total\":" + std::to_string(page->total) + ",\"offset\":" +
+  std::string body;
+  body.reserve(page->rows.size() * (256 + 64 * query.latest.size()));
+  body += "{\"total\":" + std::to_string(page->total) + ",\"offset\":" +
                      std::to_string(query.offset) + ",\"limit\":" + std::to_string(query.limit) +
                      ",\"runs\":[";
   for (size_t i = 0; i < page->rows.size(); ++i) {
     if (i) body.push_back(',');
-    std::string run = RunJson(page->rows[i].info);
-    run.pop_back();  // reopen the object to add "latest"
-    body += run + ",\"latest\":";
+    body.push_back('{');
+    AppendRunFields(&body, page->rows[i].info);
+    body += ",\"latest\":";
     AppendLatest(&body, page->rows[i].latest);
     body.push_back('}');
   }
@@ -157,8 +186,8 @@ bool RequireRun(ApiContext& ctx, const HttpRequest& req, const Responder& respon
 void HandleRun(ApiContext& ctx, HttpRequest&& req, Responder respond) {
   storage::RunInfo info;
   if (!RequireRun(ctx, req, respond, &info)) return;
-  std::string body = RunJson(info);
-  body.pop_back();
+  std::string body = "{";
+  AppendRunFields(&body, info);
   body += ",\"metrics\":" + MetricsJson(ctx.engine.ListMetrics(info.project, info.id)) + "}\n";
   respond(HttpResponse::Json(200, std::move(body)));
 }

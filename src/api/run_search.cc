@@ -76,9 +76,8 @@ Result<RunPage> SearchRuns(const storage::Engine& engine, const RunQuery& query)
   }
 
   auto metric_of = [&](const RunRow& row) {
-    auto it = row.latest.find(sort_metric);
-    return it == row.latest.end() || std::isnan(it->second.value) ? std::nullopt
-                                                                  : std::optional(it->second.value);
+    if (row.latest.empty() || std::isnan(row.latest.front().second.value)) return std::optional<double>();
+    return std::optional(row.latest.front().second.value);
   };
   if (!sort_metric.empty()) {
     for (RunRow& row : rows) row.latest = engine.LatestValues(row.info.project, row.info.id, {sort_metric});

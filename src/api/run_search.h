@@ -33,7 +33,7 @@ struct RunQuery {
 
 struct RunRow {
   storage::RunInfo info;
-  std::map<std::string, storage::Point> latest;
+  std::vector<std::pair<std::string, storage::Point>> latest;  // in the order asked
 };
 
 struct RunPage {

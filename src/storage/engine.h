@@ -114,8 +114,8 @@ class Engine {
   std::vector<RunInfo> ListRuns() const;
   std::optional<RunInfo> GetRun(const std::string& project, const std::string& run) const;
   std::vector<MetricInfo> ListMetrics(const std::string& project, const std::string& run) const;
-  // The newest visible point of each named metric of a run that has one.
-  std::map<std::string, Point> LatestValues(const std::string& project, const std::string& run,
+  // The newest visible point of each named metric of a run that has one, in the order asked.
+  std::vector<std::pair<std::string, Point>> LatestValues(const std::string& project, const std::string& run,
                                             const std::vector<std::string>& metrics) const;
   size_t SeriesCount() const;
   size_t SeriesCountInProject(const std::string& project) const;

@@ -211,14 +211,23 @@ std::vector<MetricInfo> Engine::ListMetrics(const std::string& project, const st
   return out;
 }
 
-std::map<std::string, Point> Engine::LatestValues(const std::string& project, const std::string& run,
-                                                  const std::vector<std::string>& metrics) const {
-  std::map<std::string, Point> out;
-  for (const std::string& metric : metrics) {
-    Series* series = FindSeries(SeriesKey{project, run, metric});
-    if (series == nullptr) continue;
+std::vector<std::pair<std::string, Point>> Engine::LatestValues(
+    const std::string& project, const std::string& run, const std::vector<std::string>& metrics) const {
+  std::vector<std::pair<const std::string*, Series*>> found;
+  {
+    std::shared_lock lock(runs_mu_);
+    auto it = runs_.find(RunKey{project, run});
+    if (it == runs_.end()) return {};
+    for (const std::string& metric : metrics) {
+      auto s = it->second->series.find(metric);
+      if (s != it->second->series.end() && !s->second->is_clock()) found.emplace_back(&metric, s->second);
+    }
+  }
+  std::vector<std::pair<std::string, Point>> out;
+  out.reserve(found.size());
+  for (const auto& [metric, series] : found) {
     std::shared_lock lock(series->mu);
-    if (series->has_latest) out[metric] = series->latest;
+    if (series->has_latest) out.emplace_back(*metric, series->latest);
   }
   return out;
 }
