@@ -120,6 +120,15 @@ Status Engine::LoadStore() {
       }
     }
   }
+  // The time of a run's newest point is not persisted with every write: it is derived from the
+  // chunks here, and replay brings it up to date.
+  for (auto& [key, run] : runs_) {
+    for (const auto& [metric, series] : run->series) {
+      for (const ChunkRef& chunk : series->chunks) {
+        run->info.last_write_time = std::max(run->info.last_write_time, chunk.summary.max_time);
+      }
+    }
+  }
   TW_RETURN_IF_ERROR(store_->ForEachWriter([&](std::string writer, uint64_t seq) {
     writers_[writer] = seq;
     return Status::Ok();
