@@ -267,6 +267,31 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
     parser_->body_limit(server_.options_.max_body_bytes);
     parser_->header_limit(64 * 1024);
     stream_.expires_after(std::chrono::seconds(server_.options_.read_timeout_seconds));
+    http::async_read_header(stream_, buffer_, *parser_,
+                            beast::bind_front_handler(&Session::OnHeader, shared_from_this()));
+  }
+
+  // Clients that sent `Expect: 100-continue` (curl, for bodies over 1 MiB) wait for a go-ahead
+  // before the body; answer at once instead of letting them time out.
+  void OnHeader(beast::error_code ec, size_t) {
+    if (ec || parser_->is_done()) {
+      OnRead(ec, 0);
+      return;
+    }
+    auto expect = parser_->get().find(http::field::expect);
+    if (expect != parser_->get().end() && beast::iequals(expect->value(), "100-continue")) {
+      static const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      net::async_write(stream_, net::buffer(kContinue),
+                       [self = shared_from_this()](beast::error_code ec, size_t) {
+                         if (ec) return self->Shutdown();
+                         self->ReadBody();
+                       });
+      return;
+    }
+    ReadBody();
+  }
+
+  void ReadBody() {
     http::async_read(stream_, buffer_, *parser_,
                      beast::bind_front_handler(&Session::OnRead, shared_from_this()));
   }

@@ -461,6 +461,22 @@ def test_pipelined_requests_are_answered_in_order(module_server):
     assert run_exists(module_server, "piped")
 
 
+def test_expect_100_continue_gets_the_go_ahead_at_once(module_server):
+    # curl sends `Expect: 100-continue` for bodies over 1 MiB and waits (1 s) for the go-ahead.
+    body = b'{"run":"expect","step":1,"metrics":{"loss":0.5}}\n'
+    with socket.create_connection(("127.0.0.1", module_server.port), timeout=5) as s:
+        s.sendall(b"POST /api/v1/write HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+                  b"Content-Length: %d\r\n\r\n" % len(body))
+        s.settimeout(0.5)
+        interim = s.recv(1024)
+        assert interim.startswith(b"HTTP/1.1 100 Continue\r\n"), interim
+        s.settimeout(5)
+        s.sendall(body)
+        final = s.recv(4096)
+        assert final.startswith(b"HTTP/1.1 200 "), final
+    assert run_exists(module_server, "expect")
+
+
 def test_slow_clients_do_not_block_others(module_server):
     idle = []
     try:
