@@ -85,7 +85,7 @@ void RunGrpcLane(const std::shared_ptr<grpc::Channel>& channel, std::vector<Prot
       cv.notify_all();
     }
   });
-  bool more = true;
+  bool more = !batches.empty();  // a lane with no runs has nothing to loop over
   for (int pass = 0; more; ++pass) {
     for (ProtoBatch& batch : batches) {
       {
