@@ -80,7 +80,10 @@ Result<RunPage> SearchRuns(const storage::Engine& engine, const RunQuery& query)
     return std::optional(row.latest.front().second.value);
   };
   if (!sort_metric.empty()) {
-    for (RunRow& row : rows) row.latest = engine.LatestValues(row.info.project, row.info.id, {sort_metric});
+    std::vector<storage::RunKey> keys;
+    for (const RunRow& row : rows) keys.push_back({row.info.project, row.info.id});
+    auto latest = engine.LatestValues(keys, {sort_metric});
+    for (size_t i = 0; i < rows.size(); ++i) rows[i].latest = std::move(latest[i]);
   }
   std::stable_sort(rows.begin(), rows.end(), [&](const RunRow& a, const RunRow& b) {
     if (!sort_metric.empty()) {
@@ -99,9 +102,13 @@ Result<RunPage> SearchRuns(const storage::Engine& engine, const RunQuery& query)
   page.total = rows.size();
   size_t begin = std::min(query.offset, rows.size());
   size_t end = std::min(rows.size(), begin + query.limit);
+  std::vector<storage::RunKey> keys;
+  for (size_t i = begin; i < end; ++i) keys.push_back({rows[i].info.project, rows[i].info.id});
+  std::vector<std::vector<std::pair<std::string, storage::Point>>> latest;
+  if (!query.latest.empty()) latest = engine.LatestValues(keys, query.latest);
   for (size_t i = begin; i < end; ++i) {
     RunRow& row = rows[i];
-    if (!query.latest.empty()) row.latest = engine.LatestValues(row.info.project, row.info.id, query.latest);
+    row.latest = query.latest.empty() ? decltype(row.latest){} : std::move(latest[i - begin]);
     page.rows.push_back(std::move(row));
   }
   return page;

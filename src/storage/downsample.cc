@@ -7,7 +7,7 @@ namespace trainwatch::storage {
 int64_t BucketGrid::IndexOf(double x) const {
   if (!(x >= from && x <= to)) return -1;  // also rejects NaN
   if (to <= from) return 0;
-  auto i = static_cast<int64_t>((x - from) / Width());
+  auto i = static_cast<int64_t>((x - from) / Width());  // Width() is exact and the same every call
   return std::min<int64_t>(i, count - 1);
 }
 
@@ -30,6 +30,39 @@ void Bucket::AddPoint(const Point& p) {
     last_step = p.step;
     last = p.value;
     last_time = p.time;
+  }
+}
+
+void Bucket::AddOrderedRun(const Point* begin, const Point* end) {
+  if (begin == end) return;
+  const bool empty = count == 0;
+  double lo = min, hi = max, total = 0;
+  uint64_t nans = 0;
+  for (const Point* p = begin; p != end; ++p) {
+    const double v = p->value;
+    if (v != v) {  // NaN
+      ++nans;
+      continue;
+    }
+    lo = v < lo ? v : lo;
+    hi = v > hi ? v : hi;
+    total += std::isfinite(v) ? v : 0.0;
+  }
+  count += end - begin;
+  nan_count += nans;
+  min = lo;
+  max = hi;
+  sum += total;
+  if (empty || begin->step < first_step) {
+    first_step = begin->step;
+    first = begin->value;
+    first_time = begin->time;
+  }
+  const Point& back = *(end - 1);
+  if (empty || back.step > last_step) {
+    last_step = back.step;
+    last = back.value;
+    last_time = back.time;
   }
 }
 
@@ -56,6 +89,34 @@ void Bucket::AddSummary(const Summary& s) {
 void Downsampler::AddPoint(const Point& p) {
   int64_t i = grid_.IndexOf(XOf(p));
   if (i >= 0) buckets_[i].AddPoint(p);
+}
+
+void Downsampler::AddStepOrdered(const Point* begin, const Point* end) {
+  const Point* p = begin;
+  while (p != end) {
+    double x = static_cast<double>(p->step);
+    int64_t b = grid_.IndexOf(x);
+    if (b < 0) {
+      if (x > grid_.to) return;  // sorted: the rest is beyond the grid too
+      ++p;
+      continue;
+    }
+    // Every x below `safe` is surely in bucket b: the boundary less a margin far wider than the
+    // rounding of IndexOf's arithmetic. Points in the margin take the exact path above.
+    double boundary = b + 1 == grid_.count ? grid_.to : grid_.from + (b + 1) * width_;
+    double safe = boundary - 1e-9 * (std::abs(boundary) + width_);
+    if (b + 1 == grid_.count) safe = grid_.to;  // the last bucket holds x == to
+    Bucket& bucket = buckets_[b];
+    const Point* run = p;
+    if (b + 1 == grid_.count) {
+      while (p != end && static_cast<double>(p->step) <= grid_.to) ++p;
+      bucket.AddOrderedRun(run, p);
+      return;
+    }
+    ++p;
+    while (p != end && static_cast<double>(p->step) < safe) ++p;
+    bucket.AddOrderedRun(run, p);
+  }
 }
 
 bool Downsampler::TryAddSummary(const Summary& s) {

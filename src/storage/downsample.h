@@ -41,6 +41,8 @@ struct Bucket {
   double first_time = 0, last_time = 0;
 
   void AddPoint(const Point& p);
+  // Adds points [begin, end), in increasing step order, all of which fall in this bucket.
+  void AddOrderedRun(const Point* begin, const Point* end);
   // Folds in a chunk summary whose points all fall in this bucket, in any order relative to what the
   // bucket holds already. The summary's min_time/max_time stand in for first/last time.
   void AddSummary(const Summary& s);
@@ -50,7 +52,7 @@ struct Bucket {
 class Downsampler {
  public:
   Downsampler(const BucketGrid& grid, XAxis axis, double time_origin)
-      : grid_(grid), axis_(axis), time_origin_(time_origin), buckets_(grid.count) {}
+      : grid_(grid), width_(grid.Width()), axis_(axis), time_origin_(time_origin), buckets_(grid.count) {}
 
   // x of a point on this axis.
   double XOf(const Point& p) const {
@@ -62,6 +64,9 @@ class Downsampler {
     return 0;
   }
   void AddPoint(const Point& p);
+  // Adds points in increasing step order on the step axis, as AddPoint would, without a division
+  // per point: bucket boundaries are crossed in order.
+  void AddStepOrdered(const Point* begin, const Point* end);
   // True if the summary (of points whose x lies in [x_lo, x_hi]) fell entirely into one bucket and
   // was folded in; false means the caller must add the points one by one.
   bool TryAddSummary(const Summary& s);
@@ -70,6 +75,7 @@ class Downsampler {
 
  private:
   const BucketGrid grid_;
+  const double width_;  // grid_.Width(), cached
   const XAxis axis_;
   const double time_origin_;
   std::vector<Bucket> buckets_;

@@ -74,7 +74,7 @@ Status Engine::LoadStore() {
       run->info.id = rk.run;
       run->info.name = rk.run;
     }
-    run->series[record.key.metric] = series.get();
+    IndexSeries(*run, record.key.metric, series.get());
     if (record.key.metric != kClockMetric) ++series_per_project_[rk.project];
     next_series_id_ = std::max(next_series_id_, record.id + 1);
     series_[record.id] = std::move(series);
@@ -165,6 +165,14 @@ Status Engine::Replay() {
                                            {"applied", applied},
                                            {"bytes", stats.bytes}});
   return Status::Ok();
+}
+
+void Engine::IndexSeries(Run& run, const std::string& metric, Series* series) {
+  run.series[metric] = series;
+  auto& ids = metric_ids_[run.info.project];
+  uint32_t id = ids.try_emplace(metric, static_cast<uint32_t>(ids.size())).first->second;
+  if (run.by_metric_id.size() <= id) run.by_metric_id.resize(id + 1, nullptr);
+  run.by_metric_id[id] = series;
 }
 
 void Engine::SetCommitListener(CommitListener listener) {

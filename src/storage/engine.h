@@ -117,6 +117,9 @@ class Engine {
   // The newest visible point of each named metric of a run that has one, in the order asked.
   std::vector<std::pair<std::string, Point>> LatestValues(const std::string& project, const std::string& run,
                                             const std::vector<std::string>& metrics) const;
+  // The same for many runs at once (one entry per run, in order; empty for an unknown run).
+  std::vector<std::vector<std::pair<std::string, Point>>> LatestValues(
+      const std::vector<RunKey>& runs, const std::vector<std::string>& metrics) const;
   size_t SeriesCount() const;
   size_t SeriesCountInProject(const std::string& project) const;
   size_t MetricCountInRun(const std::string& project, const std::string& run) const;
@@ -153,7 +156,12 @@ class Engine {
   struct Run {
     RunInfo info;  // guarded by runs_mu_
     std::unordered_map<std::string, Series*> series;  // guarded by runs_mu_
+    // The same series indexed by their project-wide metric id (nullptr where the run lacks one):
+    // listing the latest values of many runs resolves each name once, not once per run.
+    std::vector<Series*> by_metric_id;  // guarded by runs_mu_
   };
+  // Interns `metric` in its project and files `series` under the id in `run`. Caller holds runs_mu_.
+  void IndexSeries(Run& run, const std::string& metric, Series* series);
   struct SealJob {
     Series* series;
     SeriesRecord record;
@@ -217,6 +225,8 @@ class Engine {
   // Deleted series, emptied but kept alive: a reader may still hold a pointer from FindSeries.
   std::vector<std::unique_ptr<Series>> deleted_series_;  // GUARDED_BY(runs_mu_)
   std::unordered_map<std::string, size_t> series_per_project_;  // GUARDED_BY(runs_mu_)
+  // project -> metric name -> id, for Run::by_metric_id. Ids are never reused.
+  std::unordered_map<std::string, std::unordered_map<std::string, uint32_t>> metric_ids_;  // GUARDED_BY(runs_mu_)
   SeriesId next_series_id_ = 1;  // GUARDED_BY(runs_mu_)
 
   mutable std::mutex writers_mu_;

@@ -242,7 +242,7 @@ Series& Engine::GetOrCreateSeries(Run& run, const std::string& metric) {
     raw->clock = clock == run.series.end() ? nullptr : clock->second;
     ++series_per_project_[run.info.project];
   }
-  run.series[metric] = raw;
+  IndexSeries(run, metric, raw);
   series_[id] = std::move(series);
   return *raw;
 }
@@ -260,11 +260,14 @@ void Engine::Seal(Series& series, uint64_t lsn) {
     series.chunks.push_back(chunk);
     job.chunks.push_back(chunk);
   };
-  // A big batch can leave a head longer than one chunk may be: cut it into chunk-sized pieces.
+  // A big batch can leave a head longer than one chunk should be: cut it into equal pieces of at
+  // least chunk_points (no short leftover, which would compress worse and cost a record of its own).
   auto make_chunks = [&](std::vector<Point>& points, bool superseded) {
-    const size_t piece = std::max<size_t>(1, options_.chunk_points);
-    for (size_t start = 0; start < points.size(); start += piece) {
-      size_t end = std::min(points.size(), start + piece);
+    if (points.empty()) return;
+    const size_t target = std::max<size_t>(1, options_.chunk_points);
+    const size_t pieces = std::max<size_t>(1, points.size() / target);
+    for (size_t i = 0; i < pieces; ++i) {
+      size_t start = points.size() * i / pieces, end = points.size() * (i + 1) / pieces;
       make_chunk(std::vector<Point>(points.begin() + start, points.begin() + end), superseded);
     }
   };

@@ -213,21 +213,47 @@ std::vector<MetricInfo> Engine::ListMetrics(const std::string& project, const st
 
 std::vector<std::pair<std::string, Point>> Engine::LatestValues(
     const std::string& project, const std::string& run, const std::vector<std::string>& metrics) const {
-  std::vector<std::pair<const std::string*, Series*>> found;
+  return std::move(LatestValues({RunKey{project, run}}, metrics).front());
+}
+
+std::vector<std::vector<std::pair<std::string, Point>>> Engine::LatestValues(
+    const std::vector<RunKey>& runs, const std::vector<std::string>& metrics) const {
+  // Resolve names to series under the index lock, then read each series under its own.
+  std::vector<std::vector<std::pair<const std::string*, Series*>>> found(runs.size());
   {
     std::shared_lock lock(runs_mu_);
-    auto it = runs_.find(RunKey{project, run});
-    if (it == runs_.end()) return {};
-    for (const std::string& metric : metrics) {
-      auto s = it->second->series.find(metric);
-      if (s != it->second->series.end() && !s->second->is_clock()) found.emplace_back(&metric, s->second);
+    std::unordered_map<std::string, std::vector<int64_t>> ids_by_project;  // -1: unknown name
+    for (size_t r = 0; r < runs.size(); ++r) {
+      auto run = runs_.find(runs[r]);
+      if (run == runs_.end()) continue;
+      auto [ids, fresh] = ids_by_project.try_emplace(runs[r].project);
+      if (fresh) {
+        auto project = metric_ids_.find(runs[r].project);
+        for (const std::string& metric : metrics) {
+          int64_t id = -1;
+          if (project != metric_ids_.end() && metric != kClockMetric) {
+            auto it = project->second.find(metric);
+            if (it != project->second.end()) id = it->second;
+          }
+          ids->second.push_back(id);
+        }
+      }
+      const std::vector<Series*>& by_id = run->second->by_metric_id;
+      for (size_t m = 0; m < metrics.size(); ++m) {
+        int64_t id = ids->second[m];
+        if (id >= 0 && static_cast<size_t>(id) < by_id.size() && by_id[id] != nullptr) {
+          found[r].emplace_back(&metrics[m], by_id[id]);
+        }
+      }
     }
   }
-  std::vector<std::pair<std::string, Point>> out;
-  out.reserve(found.size());
-  for (const auto& [metric, series] : found) {
-    std::shared_lock lock(series->mu);
-    if (series->has_latest) out.emplace_back(*metric, series->latest);
+  std::vector<std::vector<std::pair<std::string, Point>>> out(runs.size());
+  for (size_t r = 0; r < runs.size(); ++r) {
+    out[r].reserve(found[r].size());
+    for (const auto& [metric, series] : found[r]) {
+      std::shared_lock lock(series->mu);
+      if (series->has_latest) out[r].emplace_back(*metric, series->latest);
+    }
   }
   return out;
 }
@@ -290,12 +316,19 @@ Status Engine::Downsample(const SeriesKey& key, XAxis axis, const BucketGrid& gr
       continue;
     }
     TW_ASSIGN_OR_RETURN(PointsPtr points, ChunkPoints(*series, chunk));
-    for (const Point& p : *points) {
-      if (p.step >= chunk.hidden_from_step) break;
-      sampler.AddPoint(p);
+    auto visible_end = std::lower_bound(points->begin(), points->end(),
+                                        Point{chunk.hidden_from_step, 0, 0}, StepLess);
+    if (axis == XAxis::kStep) {
+      sampler.AddStepOrdered(points->data(), points->data() + (visible_end - points->begin()));
+    } else {
+      for (auto p = points->begin(); p != visible_end; ++p) sampler.AddPoint(*p);
     }
   }
-  for (const Point& p : series->head) sampler.AddPoint(p);
+  if (axis == XAxis::kStep) {
+    sampler.AddStepOrdered(series->head.data(), series->head.data() + series->head.size());
+  } else {
+    for (const Point& p : series->head) sampler.AddPoint(p);
+  }
   *out = sampler.Finish();
   return Status::Ok();
 }
