@@ -43,7 +43,9 @@ namespace trainwatch::storage {
 inline constexpr char kWriteRecordType = 1;
 
 struct EngineOptions {
-  // A head is sealed into a chunk once it holds this many points (checked after each record).
+  // A head is sealed into a chunk once it holds this many points (checked after each record); a
+  // longer head is cut into equal chunks of at least this many (less than twice as many) points.
+  // At most kMaxChunkPoints / 2.
   size_t chunk_points = 1024;
   uint64_t chunk_cache_bytes = 256ull << 20;
   // A checkpoint (seal every head, sync the store, let the log drop old segments) runs once the log
