@@ -95,16 +95,16 @@ std::string EncodeChunkHeader(const ChunkRef& c) {
 
 bool DecodeChunkHeader(std::string_view data, ChunkRef* c) {
   ByteReader in(data);
-  uint8_t version, superseded;
+  uint8_t version = 0, flags = 0;
   Summary& s = c->summary;
   bool ok = in.GetByte(&version) && version == kRecordVersion && in.GetFixed32(&c->gen) &&
-            in.GetByte(&superseded) && in.GetFixed64(&c->encoded_bytes) &&
+            in.GetByte(&flags) && in.GetFixed64(&c->encoded_bytes) &&
             in.GetFixed64(&s.count) && in.GetFixed64(&s.nan_count) && in.GetDouble(&s.min) &&
             in.GetDouble(&s.max) && in.GetDouble(&s.first) && in.GetDouble(&s.last) &&
             in.GetDouble(&s.sum) && in.GetInt64(&s.first_step) && in.GetInt64(&s.last_step) &&
             in.GetDouble(&s.min_time) && in.GetDouble(&s.max_time) && in.empty();
-  c->superseded = (superseded & 1) != 0;
-  c->times_from_clock = (superseded & 2) != 0;
+  c->superseded = (flags & 1) != 0;
+  c->times_from_clock = (flags & 2) != 0;
   return ok;
 }
 

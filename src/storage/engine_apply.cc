@@ -96,21 +96,22 @@ void Engine::ApplyRunBatch(uint64_t lsn, const v1::RunBatch& batch, WriteOutcome
   if (batch.has_metadata()) ApplyMetadata(run, batch.metadata());
   const int rows = batch.steps_size();
   const bool has_times = batch.times_size() == rows;
+  Series* clock = nullptr;
   if (rows > 0) {
-    Series& clock = GetOrCreateSeries(run, kClockMetric);
-    std::unique_lock lock(clock.mu);
-    if (lsn > clock.flushed_lsn) {
+    clock = &GetOrCreateSeries(run, kClockMetric);
+    std::unique_lock lock(clock->mu);
+    if (lsn > clock->flushed_lsn) {
       for (int row = 0; row < rows; ++row) {
         double t = has_times ? batch.times(row) : first_time;
-        ApplyClockPoint(clock, Point{batch.steps(row), t, t});
+        ApplyClockPoint(*clock, Point{batch.steps(row), t, t});
       }
-      if (std::find(touched->begin(), touched->end(), &clock) == touched->end()) touched->push_back(&clock);
+      if (std::find(touched->begin(), touched->end(), clock) == touched->end()) touched->push_back(clock);
     }
   }
   for (const v1::MetricColumn& column : batch.metrics()) {
     Series& series = GetOrCreateSeries(run, column.name());
     std::unique_lock lock(series.mu);
-    if (series.clock == nullptr && rows > 0) series.clock = &GetOrCreateSeries(run, kClockMetric);
+    if (series.clock == nullptr) series.clock = clock;  // a series created before its run had rows
     if (lsn <= series.flushed_lsn) continue;  // replay: already in persisted chunks
     const bool dense = column.rows_size() == 0;
     const int n = column.values_size();
