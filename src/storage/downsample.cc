@@ -1,5 +1,6 @@
 #include "storage/downsample.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace trainwatch::storage {
@@ -38,15 +39,14 @@ void Bucket::AddOrderedRun(const Point* begin, const Point* end) {
   const bool empty = count == 0;
   double lo = min, hi = max, total = 0;
   uint64_t nans = 0;
+  // Branch-free: a NaN fails every comparison, so it leaves lo and hi alone; v - v is 0 exactly for
+  // finite v.
   for (const Point* p = begin; p != end; ++p) {
     const double v = p->value;
-    if (v != v) {  // NaN
-      ++nans;
-      continue;
-    }
     lo = v < lo ? v : lo;
     hi = v > hi ? v : hi;
-    total += std::isfinite(v) ? v : 0.0;
+    nans += v != v;
+    total += v - v == 0 ? v : 0.0;
   }
   count += end - begin;
   nan_count += nans;
@@ -113,8 +113,8 @@ void Downsampler::AddStepOrdered(const Point* begin, const Point* end) {
       bucket.AddOrderedRun(run, p);
       return;
     }
-    ++p;
-    while (p != end && static_cast<double>(p->step) < safe) ++p;
+    // The first point at or past `safe`, by binary search: steps are increasing.
+    p = std::partition_point(p + 1, end, [safe](const Point& q) { return static_cast<double>(q.step) < safe; });
     bucket.AddOrderedRun(run, p);
   }
 }
