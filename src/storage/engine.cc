@@ -120,6 +120,7 @@ Status Engine::LoadStore() {
       }
     }
   }
+  for (auto& [id, series] : series_) series->PublishLatest();
   // The time of a run's newest point is not persisted with every write: it is derived from the
   // chunks here, and replay brings it up to date.
   for (auto& [key, run] : runs_) {

@@ -126,6 +126,7 @@ void Engine::ApplyRunBatch(uint64_t lsn, const v1::RunBatch& batch, WriteOutcome
         default: ++outcome->points_written; any = true;
       }
     }
+    if (any) series.PublishLatest();
     if (any && std::find(touched->begin(), touched->end(), &series) == touched->end()) {
       touched->push_back(&series);
     }

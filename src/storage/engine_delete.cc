@@ -45,6 +45,7 @@ Status Engine::DeleteRun(const std::string& project, const std::string& run) {
       s->pending_superseded.clear();
       s->superseded_runs.clear();
       s->has_latest = false;
+      s->PublishLatest();
     }
     TW_RETURN_IF_ERROR(store_->DeleteRun(project, run));
     std::unique_lock lock(runs_mu_);

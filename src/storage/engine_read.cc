@@ -251,8 +251,8 @@ std::vector<std::vector<std::pair<std::string, Point>>> Engine::LatestValues(
   for (size_t r = 0; r < runs.size(); ++r) {
     out[r].reserve(found[r].size());
     for (const auto& [metric, series] : found[r]) {
-      std::shared_lock lock(series->mu);
-      if (series->has_latest) out[r].emplace_back(*metric, series->latest);
+      Point p;
+      if (series->ReadLatest(&p)) out[r].emplace_back(*metric, p);
     }
   }
   return out;

@@ -1,8 +1,34 @@
 #include "storage/series.h"
 
 #include <algorithm>
+#include <bit>
 
 namespace trainwatch::storage {
+
+void Series::PublishLatest() {
+  latest_seq_.fetch_add(1, std::memory_order_relaxed);  // odd: readers retry
+  std::atomic_thread_fence(std::memory_order_release);
+  published_has_.store(has_latest, std::memory_order_relaxed);
+  published_step_.store(latest.step, std::memory_order_relaxed);
+  published_time_bits_.store(std::bit_cast<uint64_t>(latest.time), std::memory_order_relaxed);
+  published_value_bits_.store(std::bit_cast<uint64_t>(latest.value), std::memory_order_relaxed);
+  latest_seq_.fetch_add(1, std::memory_order_release);
+}
+
+bool Series::ReadLatest(Point* out) const {
+  for (;;) {
+    uint64_t before = latest_seq_.load(std::memory_order_acquire);
+    if (before & 1) continue;
+    bool has = published_has_.load(std::memory_order_relaxed);
+    Point p{published_step_.load(std::memory_order_relaxed),
+            std::bit_cast<double>(published_time_bits_.load(std::memory_order_relaxed)),
+            std::bit_cast<double>(published_value_bits_.load(std::memory_order_relaxed))};
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (latest_seq_.load(std::memory_order_relaxed) != before) continue;
+    if (has) *out = p;
+    return has;
+  }
+}
 
 void Series::RewindAt(int64_t step) {
   ++gen;

@@ -17,6 +17,7 @@
 // write; readers take it shared.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -83,6 +84,12 @@ class Series {
 
   bool is_clock() const { return key_.metric == kClockMetric; }
 
+  // Republishes `latest`/`has_latest` for lock-free readers (a seqlock). The writer calls it with mu
+  // held exclusively, after changing them.
+  void PublishLatest();
+  // The last published latest point; false if there is none. Lock-free; any thread.
+  bool ReadLatest(Point* out) const;
+
   // Records a rewind at `step` as generation gen+1: hides head points at or after it (moving them
   // to the superseded buffers) and marks sealed chunks. Caller holds mu exclusively.
   void RewindAt(int64_t step);
@@ -90,6 +97,12 @@ class Series {
  private:
   const SeriesId id_;
   const SeriesKey key_;
+  // The seqlock behind PublishLatest/ReadLatest: odd while a publication is in progress.
+  std::atomic<uint64_t> latest_seq_{0};
+  std::atomic<bool> published_has_{false};
+  std::atomic<int64_t> published_step_{0};
+  std::atomic<uint64_t> published_time_bits_{0};
+  std::atomic<uint64_t> published_value_bits_{0};
 };
 
 }  // namespace trainwatch::storage
