@@ -28,7 +28,9 @@ std::optional<RunInfo> Engine::GetRun(const std::string& project, const std::str
 
 size_t Engine::SeriesCount() const {
   std::shared_lock lock(runs_mu_);
-  return series_.size();
+  size_t n = 0;
+  for (const auto& [project, count] : series_per_project_) n += count;  // run clocks not included
+  return n;
 }
 
 size_t Engine::SeriesCountInProject(const std::string& project) const {
