@@ -120,7 +120,7 @@ void Downsampler::AddStepOrdered(const Point* begin, const Point* end) {
 }
 
 bool Downsampler::TryAddSummary(const Summary& s) {
-  double lo, hi;
+  double lo = 0, hi = 0;
   switch (axis_) {
     case XAxis::kStep:
       lo = static_cast<double>(s.first_step);
