@@ -14,16 +14,16 @@ void ChunkCache::Put(SeriesId series, uint32_t chunk_no, PointsPtr points) {
   std::lock_guard lock(mu_);
   Key key{series, chunk_no};
   if (auto it = index_.find(key); it != index_.end()) {
-    bytes_ -= SizeOf(it->second->points);
+    bytes_ -= SizeOf(*it->second);
     lru_.erase(it->second);
     index_.erase(it);
   }
-  bytes_ += SizeOf(points);
-  lru_.push_front(Entry{key, std::move(points)});
+  lru_.push_front(Entry{key, std::move(points), nullptr});
+  bytes_ += SizeOf(lru_.front());
   index_[key] = lru_.begin();
   while (bytes_ > capacity_bytes_ && lru_.size() > 1) {
     Entry& victim = lru_.back();
-    bytes_ -= SizeOf(victim.points);
+    bytes_ -= SizeOf(victim);
     index_.erase(victim.key);
     lru_.pop_back();
   }
@@ -33,9 +33,23 @@ void ChunkCache::Erase(SeriesId series, uint32_t chunk_no) {
   std::lock_guard lock(mu_);
   auto it = index_.find(Key{series, chunk_no});
   if (it == index_.end()) return;
-  bytes_ -= SizeOf(it->second->points);
+  bytes_ -= SizeOf(*it->second);
   lru_.erase(it->second);
   index_.erase(it);
+}
+
+BlocksPtr ChunkCache::GetBlocks(SeriesId series, uint32_t chunk_no) {
+  std::lock_guard lock(mu_);
+  auto it = index_.find(Key{series, chunk_no});
+  return it == index_.end() ? nullptr : it->second->blocks;
+}
+
+void ChunkCache::PutBlocks(SeriesId series, uint32_t chunk_no, BlocksPtr blocks) {
+  std::lock_guard lock(mu_);
+  auto it = index_.find(Key{series, chunk_no});
+  if (it == index_.end() || it->second->blocks) return;
+  it->second->blocks = std::move(blocks);
+  bytes_ += it->second->blocks->size() * sizeof(BlockSummary);
 }
 
 uint64_t ChunkCache::bytes() const {

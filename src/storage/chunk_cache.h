@@ -9,12 +9,14 @@
 #include <unordered_map>
 #include <vector>
 
+#include "storage/downsample.h"
 #include "storage/point.h"
 #include "storage/series_key.h"
 
 namespace trainwatch::storage {
 
 using PointsPtr = std::shared_ptr<const std::vector<Point>>;
+using BlocksPtr = std::shared_ptr<const std::vector<BlockSummary>>;
 
 class ChunkCache {
  public:
@@ -26,6 +28,10 @@ class ChunkCache {
   PointsPtr Get(SeriesId series, uint32_t chunk_no);
   void Put(SeriesId series, uint32_t chunk_no, PointsPtr points);
   void Erase(SeriesId series, uint32_t chunk_no);
+  // Block summaries of a cached chunk (for downsampling); nullptr when absent. PutBlocks does
+  // nothing unless the chunk's points are cached.
+  BlocksPtr GetBlocks(SeriesId series, uint32_t chunk_no);
+  void PutBlocks(SeriesId series, uint32_t chunk_no, BlocksPtr blocks);
   uint64_t bytes() const;
 
  private:
@@ -40,8 +46,11 @@ class ChunkCache {
   struct Entry {
     Key key;
     PointsPtr points;
+    BlocksPtr blocks;  // may be null
   };
-  static uint64_t SizeOf(const PointsPtr& p) { return p->size() * sizeof(Point) + 64; }
+  static uint64_t SizeOf(const Entry& e) {
+    return e.points->size() * sizeof(Point) + (e.blocks ? e.blocks->size() * sizeof(BlockSummary) : 0) + 64;
+  }
 
   const uint64_t capacity_bytes_;
   mutable std::mutex mu_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace trainwatch::storage {
 
@@ -34,19 +35,55 @@ void Bucket::AddPoint(const Point& p) {
   }
 }
 
-void Bucket::AddOrderedRun(const Point* begin, const Point* end) {
+namespace {
+
+// Folds the values of [begin, end) into the running aggregates. Branch-free: a NaN fails every
+// comparison, so it leaves lo and hi alone; v - v is 0 exactly for finite v.
+void Scan(const Point* begin, const Point* end, double* lo, double* hi, double* total,
+          uint64_t* nans) {
+  for (const Point* p = begin; p != end; ++p) {
+    const double v = p->value;
+    *lo = v < *lo ? v : *lo;
+    *hi = v > *hi ? v : *hi;
+    *nans += v != v;
+    *total += v - v == 0 ? v : 0.0;
+  }
+}
+
+}  // namespace
+
+std::vector<BlockSummary> SummarizeBlocks(const std::vector<Point>& points) {
+  std::vector<BlockSummary> blocks((points.size() + kBlockPoints - 1) / kBlockPoints);
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    const Point* begin = points.data() + b * kBlockPoints;
+    const Point* end = points.data() + std::min(points.size(), (b + 1) * kBlockPoints);
+    double lo = std::numeric_limits<double>::infinity(), hi = -lo, total = 0;
+    uint64_t nans = 0;
+    Scan(begin, end, &lo, &hi, &total, &nans);
+    blocks[b] = BlockSummary{lo, hi, total, static_cast<uint32_t>(nans)};
+  }
+  return blocks;
+}
+
+void Bucket::AddOrderedRun(const Point* begin, const Point* end, const Point* base,
+                           const BlockSummary* blocks) {
   if (begin == end) return;
   const bool empty = count == 0;
   double lo = min, hi = max, total = 0;
   uint64_t nans = 0;
-  // Branch-free: a NaN fails every comparison, so it leaves lo and hi alone; v - v is 0 exactly for
-  // finite v.
-  for (const Point* p = begin; p != end; ++p) {
-    const double v = p->value;
-    lo = v < lo ? v : lo;
-    hi = v > hi ? v : hi;
-    nans += v != v;
-    total += v - v == 0 ? v : 0.0;
+  size_t i = begin - base, j = end - base;  // meaningful only with blocks
+  size_t first_full = (i + kBlockPoints - 1) / kBlockPoints, last_full = j / kBlockPoints;
+  if (blocks != nullptr && first_full < last_full) {
+    Scan(begin, base + first_full * kBlockPoints, &lo, &hi, &total, &nans);
+    for (size_t b = first_full; b < last_full; ++b) {
+      lo = blocks[b].min < lo ? blocks[b].min : lo;
+      hi = blocks[b].max > hi ? blocks[b].max : hi;
+      total += blocks[b].sum;
+      nans += blocks[b].nan_count;
+    }
+    Scan(base + last_full * kBlockPoints, end, &lo, &hi, &total, &nans);
+  } else {
+    Scan(begin, end, &lo, &hi, &total, &nans);
   }
   count += end - begin;
   nan_count += nans;
@@ -91,7 +128,8 @@ void Downsampler::AddPoint(const Point& p) {
   if (i >= 0) buckets_[i].AddPoint(p);
 }
 
-void Downsampler::AddStepOrdered(const Point* begin, const Point* end) {
+void Downsampler::AddStepOrdered(const Point* begin, const Point* end, const Point* base,
+                                 const BlockSummary* blocks) {
   const Point* p = begin;
   while (p != end) {
     double x = static_cast<double>(p->step);
@@ -110,12 +148,12 @@ void Downsampler::AddStepOrdered(const Point* begin, const Point* end) {
     const Point* run = p;
     if (b + 1 == grid_.count) {
       while (p != end && static_cast<double>(p->step) <= grid_.to) ++p;
-      bucket.AddOrderedRun(run, p);
+      bucket.AddOrderedRun(run, p, base, blocks);
       return;
     }
     // The first point at or past `safe`, by binary search: steps are increasing.
     p = std::partition_point(p + 1, end, [safe](const Point& q) { return static_cast<double>(q.step) < safe; });
-    bucket.AddOrderedRun(run, p);
+    bucket.AddOrderedRun(run, p, base, blocks);
   }
 }
 

@@ -3,6 +3,7 @@
 // buckets is pixel-identical to one drawn from every point, and a single-point spike always shows.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -26,6 +27,18 @@ struct BucketGrid {
   double Width() const { return (to - from) / count; }
 };
 
+// Aggregates of kBlockPoints consecutive points of a chunk (the last block may be shorter): a run of
+// points cut out of a chunk by bucket boundaries is folded block by block, scanning only its ends.
+inline constexpr size_t kBlockPoints = 32;
+struct BlockSummary {
+  double min = 0;
+  double max = 0;
+  double sum = 0;        // finite values
+  uint32_t nan_count = 0;
+};
+// The blocks of `points`, block i covering points [i * kBlockPoints, (i + 1) * kBlockPoints).
+std::vector<BlockSummary> SummarizeBlocks(const std::vector<Point>& points);
+
 // One bucket's aggregates. NaN values are counted in nan_count and take no part in min/max/sum.
 // `first`/`last` are the values at the lowest and highest step in the bucket.
 struct Bucket {
@@ -41,8 +54,10 @@ struct Bucket {
   double first_time = 0, last_time = 0;
 
   void AddPoint(const Point& p);
-  // Adds points [begin, end), in increasing step order, all of which fall in this bucket.
-  void AddOrderedRun(const Point* begin, const Point* end);
+  // Adds points [begin, end), in increasing step order, all of which fall in this bucket. With
+  // `blocks` (SummarizeBlocks of the array starting at `base`), whole blocks are folded at once.
+  void AddOrderedRun(const Point* begin, const Point* end, const Point* base = nullptr,
+                     const BlockSummary* blocks = nullptr);
   // Folds in a chunk summary whose points all fall in this bucket, in any order relative to what the
   // bucket holds already. The summary's min_time/max_time stand in for first/last time.
   void AddSummary(const Summary& s);
@@ -66,7 +81,9 @@ class Downsampler {
   void AddPoint(const Point& p);
   // Adds points in increasing step order on the step axis, as AddPoint would, without a division
   // per point: bucket boundaries are crossed in order.
-  void AddStepOrdered(const Point* begin, const Point* end);
+  // `base` and `blocks` as for Bucket::AddOrderedRun (both null: no blocks).
+  void AddStepOrdered(const Point* begin, const Point* end, const Point* base = nullptr,
+                      const BlockSummary* blocks = nullptr);
   // True if the summary (of points whose x lies in [x_lo, x_hi]) fell entirely into one bucket and
   // was folded in; false means the caller must add the points one by one.
   bool TryAddSummary(const Summary& s);

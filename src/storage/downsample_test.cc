@@ -59,3 +59,36 @@ TEST(DownsamplerTest, SummaryFoldsOnlyWhenInsideOneBucket) {
 
 }  // namespace
 }  // namespace trainwatch::storage
+
+namespace trainwatch::storage {
+namespace {
+
+// Folding whole blocks gives exactly what scanning every point gives (sum aside: its order differs).
+TEST(DownsamplerTest, BlocksAgreeWithScanningEveryPoint) {
+  std::vector<Point> points;
+  for (int i = 0; i < 1000; ++i) {
+    double v = std::sin(i * 0.37) * 100;
+    if (i % 97 == 0) v = std::numeric_limits<double>::quiet_NaN();
+    if (i == 500) v = std::numeric_limits<double>::infinity();
+    if (i == 333) v = -1e300;
+    points.push_back(Point{i, 0, v});
+  }
+  std::vector<BlockSummary> blocks = SummarizeBlocks(points);
+  ASSERT_EQ(blocks.size(), (1000 + kBlockPoints - 1) / kBlockPoints);
+  for (auto [a, b] : {std::pair<int, int>{0, 1000}, {1, 999}, {31, 33}, {32, 64}, {5, 700}, {480, 520},
+                      {330, 340}, {999, 1000}}) {
+    Bucket scanned, folded;
+    scanned.AddOrderedRun(&points[a], points.data() + b);
+    folded.AddOrderedRun(&points[a], points.data() + b, points.data(), blocks.data());
+    EXPECT_EQ(folded.count, scanned.count) << a << ".." << b;
+    EXPECT_EQ(folded.nan_count, scanned.nan_count) << a << ".." << b;
+    EXPECT_EQ(folded.min, scanned.min) << a << ".." << b;
+    EXPECT_EQ(folded.max, scanned.max) << a << ".." << b;
+    EXPECT_EQ(folded.first_step, a);
+    EXPECT_EQ(folded.last_step, b - 1);
+    EXPECT_NEAR(folded.sum, scanned.sum, 1e-9 * (std::abs(scanned.sum) + 1)) << a << ".." << b;
+  }
+}
+
+}  // namespace
+}  // namespace trainwatch::storage

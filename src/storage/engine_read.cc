@@ -321,7 +321,13 @@ Status Engine::Downsample(const SeriesKey& key, XAxis axis, const BucketGrid& gr
     auto visible_end = std::lower_bound(points->begin(), points->end(),
                                         Point{chunk.hidden_from_step, 0, 0}, StepLess);
     if (axis == XAxis::kStep) {
-      sampler.AddStepOrdered(points->data(), points->data() + (visible_end - points->begin()));
+      BlocksPtr blocks = cache_.GetBlocks(series->id(), chunk.chunk_no);
+      if (!blocks) {
+        blocks = std::make_shared<const std::vector<BlockSummary>>(SummarizeBlocks(*points));
+        cache_.PutBlocks(series->id(), chunk.chunk_no, blocks);
+      }
+      sampler.AddStepOrdered(points->data(), points->data() + (visible_end - points->begin()),
+                             points->data(), blocks->data());
     } else {
       for (auto p = points->begin(); p != visible_end; ++p) sampler.AddPoint(*p);
     }
