@@ -113,12 +113,12 @@ def test_sorting_and_paging(runs):
 def test_latest_values(runs):
     body = search(runs, sort="name", latest="loss,acc")
     latest = {r["id"]: r["latest"] for r in body["runs"]}
-    assert latest["r_alpha"] == {"loss": {"step": 10, "time": T0 + 2, "value": 0.5},
-                                 "acc": {"step": 10, "time": T0 + 2, "value": 0.4}}
-    assert latest["r_beta"] == {"loss": {"step": 5, "time": T0 + 3, "value": 0.3}}
-    assert latest["r_gamma"] == {"loss": {"step": 8, "time": T0 + 5, "value": 0.95},
-                                 "acc": {"step": 7, "time": T0 + 4, "value": 0.2}}
-    assert latest["r_delta"] == {"acc": {"step": 1, "time": T0 + 6, "value": 0.99}}
+    assert latest["r_alpha"] == {"loss": {"step": 10, "value": 0.5},
+                                 "acc": {"step": 10, "value": 0.4}}
+    assert latest["r_beta"] == {"loss": {"step": 5, "value": 0.3}}
+    assert latest["r_gamma"] == {"loss": {"step": 8, "value": 0.95},
+                                 "acc": {"step": 7, "value": 0.2}}
+    assert latest["r_delta"] == {"acc": {"step": 1, "value": 0.99}}
     assert all(r["latest"] == {} for r in search(runs)["runs"])
 
 
