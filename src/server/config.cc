@@ -31,6 +31,7 @@ constexpr Setting kSettings[] = {
     {"--disk-guard-percent", "TRAINWATCH_DISK_GUARD_PERCENT", "disk_guard_percent", "default 95"},
     {"--disk-guard-min-age", "TRAINWATCH_DISK_GUARD_MIN_AGE", "disk_guard_min_age", "finished runs older than this may be deleted when the disk is full (default 7d)"},
     {"--retention-interval", "TRAINWATCH_RETENTION_INTERVAL", "retention_interval", "how often retention runs (default 60s)"},
+    {"--checkpoint-interval", "TRAINWATCH_CHECKPOINT_INTERVAL", "checkpoint_interval", "seal and checkpoint at least this often while written to (default 5m)"},
 };
 
 Result<uint64_t> ParseCount(const std::string& name, const std::string& text) {
@@ -71,10 +72,12 @@ Status Apply(ServerConfig* c, const std::string& key, const std::string& value, 
       if (!age.ok()) return wrap(age.status());
       c->retention_max_age[item.substr(0, eq)] = *age;
     }
-  } else if (key == "disk_guard_min_age" || key == "retention_interval") {
+  } else if (key == "disk_guard_min_age" || key == "retention_interval" || key == "checkpoint_interval") {
     Result<double> d = ParseDuration(value);
     if (!d.ok()) return wrap(d.status());
-    (key == "disk_guard_min_age" ? c->disk_guard_min_age_seconds : c->retention_interval_seconds) = *d;
+    if (key == "disk_guard_min_age") c->disk_guard_min_age_seconds = *d;
+    else if (key == "retention_interval") c->retention_interval_seconds = *d;
+    else c->checkpoint_interval_seconds = *d;
   } else if (key == "disk_guard_percent") {
     double v = 0;
     auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);

@@ -34,6 +34,7 @@ struct ServerConfig {
   int http_threads = 2;
   ingest::IngestLimits limits;
   uint64_t checkpoint_log_bytes = 512ull << 20;
+  double checkpoint_interval_seconds = 300;
   // Retention: project -> maximum age in seconds (YAML `retention:` map, or
   // --retention "p1=30d,p2=12h").
   std::map<std::string, double> retention_max_age;

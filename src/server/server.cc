@@ -111,6 +111,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   TW_ASSIGN_OR_RETURN(auto store, storage::ChunkStore::Open(config.data_dir + "/store"));
   storage::EngineOptions engine_options;
   engine_options.checkpoint_log_bytes = config.checkpoint_log_bytes;
+  engine_options.checkpoint_interval_seconds = config.checkpoint_interval_seconds;
   TW_ASSIGN_OR_RETURN(p->engine, storage::Engine::Open(engine_options, std::move(wal), std::move(store),
                                                        p->clock, log, p->metrics));
   p->ingestor = std::make_unique<ingest::Ingestor>(*p->engine, p->clock, config.limits, p->metrics);

@@ -1,6 +1,7 @@
 #include "storage/engine.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "storage/encoding/chunk_codec.h"
@@ -42,6 +43,7 @@ Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options, std::
   engine->checkpointer_ = std::thread([e = engine.get()] { e->CheckpointerLoop(); });
   TW_RETURN_IF_ERROR(engine->LoadStore().WithContext("loading store"));
   TW_RETURN_IF_ERROR(engine->Replay().WithContext("replaying write-ahead log"));
+  engine->opened_ = true;
   return engine;
 }
 
@@ -271,8 +273,12 @@ void Engine::WaitForSealer() {
 void Engine::CheckpointerLoop() {
   std::unique_lock lock(checkpoint_mu_);
   for (;;) {
-    checkpoint_cv_.wait(lock, [&] { return checkpointer_stop_ || checkpoint_requested_.load(); });
+      const auto interval = std::chrono::duration<double>(options_.checkpoint_interval_seconds);
+    bool woken = checkpoint_cv_.wait_for(
+        lock, interval, [&] { return checkpointer_stop_ || checkpoint_requested_.load(); });
     if (checkpointer_stop_) return;
+    // On a timer, only if something was written since the last checkpoint.
+    if (!woken && !written_since_checkpoint_.load()) continue;
     lock.unlock();
     Status s = Checkpoint();
     if (!s.ok()) logger_.Error("checkpoint failed", {{"error", s.ToString()}});
@@ -282,6 +288,7 @@ void Engine::CheckpointerLoop() {
 
 Status Engine::Checkpoint() {
   checkpoint_requested_ = false;
+  written_since_checkpoint_ = false;
   uint64_t lsn;
   {
     std::lock_guard lock(apply_mu_);
@@ -318,7 +325,8 @@ Status Engine::Close() {
   }
   checkpoint_cv_.notify_all();
   if (checkpointer_.joinable()) checkpointer_.join();
-  Status status = Checkpoint();
+  // An engine whose recovery failed records no checkpoint: what it holds may be incomplete.
+  Status status = opened_ ? Checkpoint() : Status::Ok();
   {
     std::lock_guard lock(sealer_mu_);
     sealer_stop_ = true;

@@ -51,6 +51,9 @@ struct EngineOptions {
   // A checkpoint (seal every head, sync the store, let the log drop old segments) runs once the log
   // has grown this much since the last one, and at shutdown.
   uint64_t checkpoint_log_bytes = 512ull << 20;
+  // ... and at least this often while anything is being written: bounds the log replayed after a
+  // crash and the memory idle heads hold.
+  double checkpoint_interval_seconds = 300;
 };
 
 // What applying one write did.
@@ -219,6 +222,8 @@ class Engine {
   uint64_t last_applied_lsn_ = 0;  // GUARDED_BY(apply_mu_)
   uint64_t log_bytes_since_checkpoint_ = 0;  // GUARDED_BY(apply_mu_)
   std::atomic<bool> checkpoint_requested_{false};
+  std::atomic<bool> written_since_checkpoint_{false};
+  bool opened_ = false;  // Open completed (set once, before the engine is shared)
   std::atomic<bool> closed_{false};
 
   mutable std::shared_mutex runs_mu_;

@@ -44,6 +44,7 @@ void Engine::Write(v1::WriteRequest request, WriteCallback done) {
       std::lock_guard lock(apply_mu_);
       outcome = ApplyRecord(lsn, *shared);
       log_bytes_since_checkpoint_ += bytes;
+      written_since_checkpoint_ = true;
       if (log_bytes_since_checkpoint_ >= options_.checkpoint_log_bytes &&
           !checkpoint_requested_.exchange(true)) {
         checkpoint_cv_.notify_all();

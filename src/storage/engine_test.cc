@@ -5,6 +5,7 @@
 #include <future>
 #include <limits>
 #include <random>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -272,6 +273,43 @@ TEST_F(EngineTest, TimesComeBackExactWithTheRunClock) {
     EXPECT_EQ(engine_->MetricCountInRun("p", "r"), 3u);
     Open(4);
   }
+}
+
+}  // namespace
+}  // namespace trainwatch::storage
+
+namespace trainwatch::storage {
+namespace {
+
+// The value of trainwatch_checkpoints_total in the registry's exposition.
+int Checkpoints(const MetricsRegistry& metrics) {
+  std::string text = metrics.Render();
+  const std::string name = "\ntrainwatch_checkpoints_total ";  // the sample, not the HELP line
+  size_t at = text.find(name);
+  return at == std::string::npos ? -1 : std::stoi(text.substr(at + name.size()));
+}
+
+TEST_F(EngineTest, CheckpointsOnATimerWhileWritten) {
+  engine_.reset();
+  auto wal = wal::WalLog::Open(PosixFileSystem(), dir_.Join("wal"));
+  auto store = ChunkStore::Open(dir_.Join("store"));
+  ASSERT_TRUE(wal.ok() && store.ok());
+  EngineOptions options;
+  options.checkpoint_interval_seconds = 0.05;
+  auto engine = Engine::Open(options, std::move(wal).value(), std::move(store).value(), clock_,
+                             logger_, metrics_);
+  ASSERT_TRUE(engine.ok());
+  engine_ = std::move(engine).value();
+  EXPECT_EQ(Checkpoints(metrics_), 0);
+  Write({{0, 1.0}, {1, 2.0}});  // far below chunk_points: only a checkpoint seals it
+  for (int i = 0; i < 250 && Checkpoints(metrics_) < 1; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_GE(Checkpoints(metrics_), 1);
+  // Idle: the timer finds nothing written and does not checkpoint again.
+  int settled = Checkpoints(metrics_);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(Checkpoints(metrics_), settled);
 }
 
 }  // namespace
