@@ -6,7 +6,7 @@
 
 #include "common/file_system.h"
 #include "common/testing/temp_dir.h"
-#include "storage/wal/wal_log.h"
+#include "storage/engine_test_util.h"
 
 namespace trainwatch::storage {
 namespace {
@@ -16,15 +16,10 @@ constexpr double kDay = 86400;
 class RetentionTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto wal = wal::WalLog::Open(PosixFileSystem(), dir_.Join("wal"));
-    ASSERT_TRUE(wal.ok());
-    auto store = ChunkStore::Open(dir_.Join("store"));
-    ASSERT_TRUE(store.ok());
     EngineOptions options;
     options.chunk_points = 4;
-    auto engine = Engine::Open(options, std::move(wal).value(), std::move(store).value(), clock_,
-                               logger_, metrics_);
-    ASSERT_TRUE(engine.ok());
+    auto engine = OpenTestEngine(dir_.path(), options, clock_, logger_, metrics_);
+    ASSERT_TRUE(engine.ok()) << engine.status().ToString();
     engine_ = std::move(engine).value();
   }
 

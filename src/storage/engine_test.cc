@@ -11,7 +11,7 @@
 
 #include "common/file_system.h"
 #include "common/testing/temp_dir.h"
-#include "storage/wal/wal_log.h"
+#include "storage/engine_test_util.h"
 
 namespace trainwatch::storage {
 namespace {
@@ -26,15 +26,14 @@ uint64_t Bits(double v) {
 class EngineTest : public ::testing::Test {
  protected:
   void Open(size_t chunk_points = 4) {
-    engine_.reset();
-    auto wal = wal::WalLog::Open(PosixFileSystem(), dir_.Join("wal"));
-    ASSERT_TRUE(wal.ok()) << wal.status().ToString();
-    auto store = ChunkStore::Open(dir_.Join("store"));
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
     EngineOptions options;
     options.chunk_points = chunk_points;
-    auto engine = Engine::Open(options, std::move(wal).value(), std::move(store).value(), clock_,
-                               logger_, metrics_);
+    Open(options);
+  }
+
+  void Open(const EngineOptions& options) {
+    engine_.reset();
+    auto engine = OpenTestEngine(dir_.path(), options, clock_, logger_, metrics_);
     ASSERT_TRUE(engine.ok()) << engine.status().ToString();
     engine_ = std::move(engine).value();
   }
@@ -290,16 +289,9 @@ int Checkpoints(const MetricsRegistry& metrics) {
 }
 
 TEST_F(EngineTest, CheckpointsOnATimerWhileWritten) {
-  engine_.reset();
-  auto wal = wal::WalLog::Open(PosixFileSystem(), dir_.Join("wal"));
-  auto store = ChunkStore::Open(dir_.Join("store"));
-  ASSERT_TRUE(wal.ok() && store.ok());
   EngineOptions options;
   options.checkpoint_interval_seconds = 0.05;
-  auto engine = Engine::Open(options, std::move(wal).value(), std::move(store).value(), clock_,
-                             logger_, metrics_);
-  ASSERT_TRUE(engine.ok());
-  engine_ = std::move(engine).value();
+  Open(options);
   EXPECT_EQ(Checkpoints(metrics_), 0);
   Write({{0, 1.0}, {1, 2.0}});  // far below chunk_points: only a checkpoint seals it
   for (int i = 0; i < 250 && Checkpoints(metrics_) < 1; ++i) {
