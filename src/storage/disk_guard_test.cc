@@ -4,7 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include "common/file_system.h"
 #include "common/testing/temp_dir.h"
 #include "storage/engine_test_util.h"
 
