@@ -218,14 +218,16 @@ void Engine::SealerLoop() {
       logger_.Error("persisting sealed chunks", {{"series", job.record.id}, {"error", status.ToString()}});
     } else {
       std::unique_lock lock(job.series->mu);
+      // Chunks stay in chunk_no order (appended as sealed, loaded in key order, only ever erased).
+      auto& chunks = job.series->chunks;
       for (const ChunkRef& sealed : job.chunks) {
-        for (ChunkRef& chunk : job.series->chunks) {
-          if (chunk.chunk_no != sealed.chunk_no) continue;
-          cache_.Put(job.series->id(), chunk.chunk_no, chunk.points);
-          chunk.points.reset();
-          chunk.encoded_bytes = sealed.encoded_bytes;
-          chunk.times_from_clock = sealed.times_from_clock;
-        }
+        auto chunk = std::lower_bound(chunks.begin(), chunks.end(), sealed.chunk_no,
+                                      [](const ChunkRef& c, uint32_t no) { return c.chunk_no < no; });
+        if (chunk == chunks.end() || chunk->chunk_no != sealed.chunk_no) continue;  // deleted meanwhile
+        cache_.Put(job.series->id(), chunk->chunk_no, chunk->points);
+        chunk->points.reset();
+        chunk->encoded_bytes = sealed.encoded_bytes;
+        chunk->times_from_clock = sealed.times_from_clock;
       }
       chunks_sealed_.Add(job.chunks.size());
     }
@@ -296,8 +298,7 @@ Status Engine::Checkpoint() {
     std::shared_lock runs_lock(runs_mu_);
     for (auto& [id, series] : series_) {
       std::unique_lock series_lock(series->mu);
-      if (!series->head.empty() || !series->pending_superseded.empty() ||
-          !series->superseded_runs.empty()) {
+      if (!series->head.empty() || !series->superseded.empty()) {
         Seal(*series, lsn);
       }
     }

@@ -119,10 +119,8 @@ class Engine {
   std::vector<RunInfo> ListRuns() const;
   std::optional<RunInfo> GetRun(const std::string& project, const std::string& run) const;
   std::vector<MetricInfo> ListMetrics(const std::string& project, const std::string& run) const;
-  // The newest visible point of each named metric of a run that has one, in the order asked.
-  std::vector<std::pair<std::string, Point>> LatestValues(const std::string& project, const std::string& run,
-                                            const std::vector<std::string>& metrics) const;
-  // The same for many runs at once (one entry per run, in order; empty for an unknown run).
+  // For each run (in order; empty for an unknown run), the newest visible point of each named metric
+  // the run has, in the order asked.
   std::vector<std::vector<std::pair<std::string, Point>>> LatestValues(
       const std::vector<RunKey>& runs, const std::vector<std::string>& metrics) const;
   size_t SeriesCount() const;

@@ -78,9 +78,8 @@ WriteOutcome Engine::ApplyRecord(uint64_t lsn, const v1::WriteRequest& request) 
   for (const v1::RunBatch& batch : request.runs()) ApplyRunBatch(lsn, batch, &outcome, &touched);
   for (Series* series : touched) {
     std::unique_lock lock(series->mu);
-    if (series->head.size() >= options_.chunk_points ||
-        series->pending_superseded.size() >= options_.chunk_points ||
-        !series->superseded_runs.empty()) {
+    if (series->head.size() >= options_.chunk_points || series->superseded.size() > 1 ||
+        (series->superseded.size() == 1 && series->superseded[0].points.size() >= options_.chunk_points)) {
       Seal(*series, lsn);
     }
   }
@@ -253,10 +252,11 @@ Series& Engine::GetOrCreateSeries(Run& run, const std::string& metric) {
 void Engine::Seal(Series& series, uint64_t lsn) {
   SealJob job;
   job.series = &series;
-  auto make_chunk = [&](std::vector<Point> points, bool superseded) {
+  // A superseded chunk is labelled with the generation its points belonged to.
+  auto make_chunk = [&](std::vector<Point> points, bool superseded, uint32_t gen) {
     ChunkRef chunk;
     chunk.chunk_no = series.next_chunk_no++;
-    chunk.gen = series.gen;
+    chunk.gen = gen;
     chunk.superseded = superseded;
     for (const Point& p : points) chunk.summary.Add(p);
     chunk.points = std::make_shared<const std::vector<Point>>(std::move(points));
@@ -265,21 +265,19 @@ void Engine::Seal(Series& series, uint64_t lsn) {
   };
   // A big batch can leave a head longer than one chunk should be: cut it into equal pieces of at
   // least chunk_points (no short leftover, which would compress worse and cost a record of its own).
-  auto make_chunks = [&](std::vector<Point>& points, bool superseded) {
+  auto make_chunks = [&](std::vector<Point>& points, bool superseded, uint32_t gen) {
     if (points.empty()) return;
     const size_t target = std::max<size_t>(1, options_.chunk_points);
     const size_t pieces = std::max<size_t>(1, points.size() / target);
     for (size_t i = 0; i < pieces; ++i) {
       size_t start = points.size() * i / pieces, end = points.size() * (i + 1) / pieces;
-      make_chunk(std::vector<Point>(points.begin() + start, points.begin() + end), superseded);
+      make_chunk(std::vector<Point>(points.begin() + start, points.begin() + end), superseded, gen);
     }
   };
-  make_chunks(series.head, false);
-  for (auto& run : series.superseded_runs) make_chunks(run, true);
-  make_chunks(series.pending_superseded, true);
+  make_chunks(series.head, false, series.gen);
+  for (SupersededRun& run : series.superseded) make_chunks(run.points, true, run.gen);
   series.head.clear();
-  series.superseded_runs.clear();
-  series.pending_superseded.clear();
+  series.superseded.clear();
   series.flushed_lsn = lsn;
   job.record.id = series.id();
   job.record.key = series.key();

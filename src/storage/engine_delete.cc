@@ -42,8 +42,7 @@ Status Engine::DeleteRun(const std::string& project, const std::string& run) {
       for (const ChunkRef& chunk : s->chunks) cache_.Erase(s->id(), chunk.chunk_no);
       s->chunks.clear();
       s->head.clear();
-      s->pending_superseded.clear();
-      s->superseded_runs.clear();
+      s->superseded.clear();
       s->has_latest = false;
       s->PublishLatest();
     }

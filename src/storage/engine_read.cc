@@ -144,7 +144,8 @@ Status Engine::ReadSuperseded(const SeriesKey& key, std::vector<SupersededPoint>
   Series* series = FindSeries(key);
   if (series == nullptr) return Status::NotFound("no metric '" + key.metric + "' in run '" + key.run + "'");
   std::shared_lock lock(series->mu);
-  // A hidden point's generation: the chunk's, as every point of a chunk was written before it sealed.
+  // A hidden point's generation: for a chunk a rewind cut, the generation it was sealed in; for a
+  // superseded chunk, the generation its points belonged to.
   for (const ChunkRef& chunk : series->chunks) {
     if (chunk.FullyVisible()) continue;
     TW_ASSIGN_OR_RETURN(PointsPtr points, ChunkPoints(*series, chunk));
@@ -152,11 +153,9 @@ Status Engine::ReadSuperseded(const SeriesKey& key, std::vector<SupersededPoint>
       if (chunk.superseded || p.step >= chunk.hidden_from_step) out->push_back({p, chunk.gen});
     }
   }
-  auto add_pending = [&](const std::vector<Point>& points) {
-    for (const Point& p : points) out->push_back({p, series->gen - 1});
-  };
-  for (const auto& run : series->superseded_runs) add_pending(run);
-  add_pending(series->pending_superseded);
+  for (const SupersededRun& run : series->superseded) {
+    for (const Point& p : run.points) out->push_back({p, run.gen});
+  }
   std::stable_sort(out->begin(), out->end(), [](const SupersededPoint& a, const SupersededPoint& b) {
     return a.point.step != b.point.step ? a.point.step < b.point.step : a.gen < b.gen;
   });
@@ -211,11 +210,6 @@ std::vector<MetricInfo> Engine::ListMetrics(const std::string& project, const st
     out.push_back(std::move(info));
   }
   return out;
-}
-
-std::vector<std::pair<std::string, Point>> Engine::LatestValues(
-    const std::string& project, const std::string& run, const std::vector<std::string>& metrics) const {
-  return std::move(LatestValues({RunKey{project, run}}, metrics).front());
 }
 
 std::vector<std::vector<std::pair<std::string, Point>>> Engine::LatestValues(

@@ -5,6 +5,7 @@
 #include <future>
 #include <limits>
 #include <random>
+#include <tuple>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -128,6 +129,7 @@ TEST_F(EngineTest, ChangedValueStartsANewTimelineAndKeepsTheOldOne) {
   std::vector<int64_t> hidden_steps;
   for (const auto& h : hidden) hidden_steps.push_back(h.point.step);
   EXPECT_EQ(hidden_steps, (std::vector<int64_t>{5, 6, 7, 8, 9}));
+  for (const auto& h : hidden) EXPECT_EQ(h.gen, 0u) << "step " << h.point.step;
 
   auto metrics = engine_->ListMetrics("p", "r");
   ASSERT_EQ(metrics.size(), 1u);
@@ -141,6 +143,27 @@ TEST_F(EngineTest, ChangedValueStartsANewTimelineAndKeepsTheOldOne) {
   auto after = engine_->ListMetrics("p", "r");
   EXPECT_EQ(after[0].count, 7u);
   EXPECT_EQ(after[0].latest.step, 6);
+}
+
+// Points hidden while still in memory keep the generation they belonged to, in memory and sealed.
+TEST_F(EngineTest, SupersededPointsKeepTheirTimeline) {
+  Open(/*chunk_points=*/100);
+  Write({{0, 0}, {1, 1}, {2, 2}});
+  Write({{1, -1}, {2, -2}});  // timeline 1 from step 1: hides 1 and 2 of timeline 0
+  Write({{2, -20}});          // timeline 2 from step 2: hides 2 of timeline 1
+  auto labels = [&] {
+    std::vector<SupersededPoint> hidden;
+    EXPECT_TRUE(engine_->ReadSuperseded({"p", "r", "loss"}, &hidden).ok());
+    std::vector<std::tuple<int64_t, double, uint32_t>> out;
+    for (const auto& h : hidden) out.emplace_back(h.point.step, h.point.value, h.gen);
+    return out;
+  };
+  std::vector<std::tuple<int64_t, double, uint32_t>> want = {{1, 1, 0}, {2, 2, 0}, {2, -2, 1}};
+  EXPECT_EQ(labels(), want);
+  EXPECT_EQ(Steps(Read()), (std::vector<std::pair<int64_t, double>>{{0, 0}, {1, -1}, {2, -20}}));
+  Open(100);  // the shutdown checkpoint sealed them
+  EXPECT_EQ(labels(), want);
+  EXPECT_EQ(Steps(Read()), (std::vector<std::pair<int64_t, double>>{{0, 0}, {1, -1}, {2, -20}}));
 }
 
 TEST_F(EngineTest, OutOfOrderPointsFillEmptySteps) {

@@ -31,15 +31,14 @@ bool Series::ReadLatest(Point* out) const {
 }
 
 void Series::RewindAt(int64_t step) {
-  ++gen;
-  rewinds.push_back(Rewind{gen, step});
   auto first_hidden = std::lower_bound(head.begin(), head.end(), step,
                                        [](const Point& p, int64_t s) { return p.step < s; });
   if (first_hidden != head.end()) {
-    if (!pending_superseded.empty()) superseded_runs.push_back(std::move(pending_superseded));
-    pending_superseded.assign(first_hidden, head.end());
+    superseded.push_back(SupersededRun{gen, std::vector<Point>(first_hidden, head.end())});
     head.erase(first_hidden, head.end());
   }
+  ++gen;
+  rewinds.push_back(Rewind{gen, step});
   for (ChunkRef& chunk : chunks) {
     if (chunk.superseded || chunk.gen >= gen) continue;
     if (chunk.summary.last_step >= step) chunk.hidden_from_step = std::min(chunk.hidden_from_step, step);

@@ -38,7 +38,7 @@ struct Rewind {
 // A sealed chunk, or one being sealed. Points stay in memory (`points`) until the chunk is persisted.
 struct ChunkRef {
   uint32_t chunk_no = 0;  // per series, increasing in seal order
-  uint32_t gen = 0;       // series generation when sealed
+  uint32_t gen = 0;       // series generation when sealed; superseded: the one its points had
   bool superseded = false;  // holds points a rewind hid while they were still in memory
   // The encoded chunk stores no times: each point's time is the run clock's at its step.
   bool times_from_clock = false;
@@ -49,6 +49,11 @@ struct ChunkRef {
 
   bool FullyVisible() const { return !superseded && summary.last_step < hidden_from_step; }
   bool FullyHidden() const { return superseded || summary.first_step >= hidden_from_step; }
+};
+
+struct SupersededRun {
+  uint32_t gen = 0;
+  std::vector<Point> points;
 };
 
 enum class ApplyOutcome { kAppended, kFilledIn, kDuplicate, kRewound };
@@ -73,8 +78,9 @@ class Series {
   std::vector<Rewind> rewinds;
   std::vector<ChunkRef> chunks;         // in seal order
   std::vector<Point> head;              // visible, unsealed points, sorted by step
-  std::vector<Point> pending_superseded;  // hidden unsealed points (one rewind's suffix, sorted)
-  std::vector<std::vector<Point>> superseded_runs;  // further hidden suffixes awaiting sealing
+  // Points a rewind hid while they were in the head, awaiting sealing: one entry per rewind (its
+  // hidden suffix, sorted), labelled with the generation in effect until that rewind.
+  std::vector<SupersededRun> superseded;
   uint64_t flushed_lsn = 0;   // every record <= this is in persisted chunks
   bool has_latest = false;
   Point latest;                // the visible point with the highest step

@@ -147,18 +147,11 @@ TEST(WalCrashTest, NoSegmentIsCreatedBeforeItsPredecessorIsDurable) {
   ASSERT_TRUE(log.ok());
   AppendAll(**log, {"first"});  // segment 1 exists, and its name is durable
 
-  // Hold the writer in a callback so that the next records form one group.
-  std::promise<void> holding;
-  std::promise<void> release;
-  (*log)->Append("hold", [&](const Status&, uint64_t) {
-    holding.set_value();
-    release.get_future().wait();
-  });
-  holding.get_future().wait();
+  WriterHold hold(**log);  // the next records form one group
   CallbackLog callbacks;
   for (int i = 0; i < 6; ++i) (*log)->Append(Payload(i, 100), callbacks.Callback());
   fs.SetSyncDirError(Status::IoError("injected"));
-  release.set_value();
+  hold.Release();
   for (const auto& [status, lsn] : callbacks.WaitFor(6)) EXPECT_FALSE(status.ok());
 
   // Segment 1 filled up; the group rolled to a new segment, whose name could not be made

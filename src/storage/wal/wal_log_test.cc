@@ -554,14 +554,7 @@ TEST_F(WalLogTest, AppendBlocksWhenTheQueueIsFull) {
   WalOptions options;
   options.max_queue_bytes = 1000;
   auto log = OpenLog(options);
-  std::promise<void> release;
-  std::shared_future<void> released = release.get_future().share();
-  std::promise<void> holding;
-  log->Append("hold", [&](const Status&, uint64_t) {
-    holding.set_value();
-    released.wait();
-  });
-  holding.get_future().wait();
+  WriterHold hold(*log);
   CallbackLog callbacks;
   for (int i = 0; i < 10; ++i) log->Append(std::string(100, 'q'), callbacks.Callback());
   std::promise<void> blocked_returned;
@@ -572,7 +565,7 @@ TEST_F(WalLogTest, AppendBlocksWhenTheQueueIsFull) {
   auto returned = blocked_returned.get_future();
   EXPECT_EQ(returned.wait_for(std::chrono::milliseconds(200)), std::future_status::timeout);
   EXPECT_EQ(log->Stats().queued_bytes, 1000u);
-  release.set_value();
+  hold.Release();
   returned.wait();
   blocked.join();
   for (const auto& [status, lsn] : callbacks.WaitFor(11)) EXPECT_TRUE(status.ok());
@@ -583,19 +576,12 @@ TEST_F(WalLogTest, GroupsStopAtMaxGroupBytes) {
   WalOptions options;
   options.max_group_bytes = 250;
   auto log = OpenLog(options);
-  std::promise<void> release;
-  std::shared_future<void> released = release.get_future().share();
-  std::promise<void> holding;
-  log->Append("hold", [&](const Status&, uint64_t) {
-    holding.set_value();
-    released.wait();
-  });
-  holding.get_future().wait();
+  WriterHold hold(*log);
   std::vector<std::string> records(10, std::string(100, 'g'));
   records.push_back(std::string(1000, 'G'));  // bigger than a group: a group of its own
   CallbackLog callbacks;
   for (const std::string& r : records) log->Append(r, callbacks.Callback());
-  release.set_value();
+  hold.Release();
   for (const auto& [status, lsn] : callbacks.WaitFor(records.size())) EXPECT_TRUE(status.ok());
   EXPECT_EQ(log->Stats().groups, 1u + 5u + 1u);
 }

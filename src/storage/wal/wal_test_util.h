@@ -5,6 +5,8 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <future>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -57,6 +59,28 @@ class CallbackLog {
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<std::pair<Status, uint64_t>> results_;  // GUARDED_BY(mu_)
+};
+
+// Holds the log's writer thread inside the callback of one record ("hold"), so that appends made
+// meanwhile queue up and go out together as the next group once Release() is called. Release must
+// be called before the log is destroyed.
+class WriterHold {
+ public:
+  explicit WriterHold(WalLog& log) : released_(release_.get_future().share()) {
+    // Shared: the callback may still be inside set_value() when the constructor returns.
+    auto holding = std::make_shared<std::promise<void>>();
+    std::future<void> held = holding->get_future();
+    log.Append("hold", [holding, released = released_](const Status&, uint64_t) {
+      holding->set_value();
+      released.wait();
+    });
+    held.wait();
+  }
+  void Release() { release_.set_value(); }
+
+ private:
+  std::promise<void> release_;
+  std::shared_future<void> released_;
 };
 
 // Appends `records` and waits for their callbacks, which must all succeed; returns the LSNs.
