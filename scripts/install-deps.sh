@@ -12,6 +12,7 @@ APT_PACKAGES=(
   libcurl4-openssl-dev nlohmann-json3-dev libsimdjson-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   pybind11-dev python3-dev python3-numpy python3-pytest python3-grpcio python3-protobuf python3-websocket
+  python3-torch python3-sklearn python3-pip python3-setuptools python3-wheel python3-venv
   curl procps
 )
 

@@ -1,11 +1,14 @@
 // The `trainwatch` command line: thin adapters over the library.
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "server/config.h"
 #include "server/server.h"
+#include "server/version.h"
+#include "spool_sync.h"
 
 namespace {
 
@@ -13,6 +16,7 @@ constexpr const char* kUsage =
     "usage: trainwatch <command> [flags]\n"
     "commands:\n"
     "  serve     run the server (trainwatch serve --help)\n"
+    "  sync      upload spooled batches (offline runs, runs that outlived the server) (sync --help)\n"
     "  version   print the version\n";
 
 int Serve(const std::vector<std::string>& args) {
@@ -50,6 +54,59 @@ int Serve(const std::vector<std::string>& args) {
   return s.ok() ? 0 : 1;
 }
 
+constexpr const char* kSyncUsage =
+    "usage: trainwatch sync DIR [--server URL] [--api-key KEY] [--timeout SECONDS]\n"
+    "Uploads what the SDK spooled: DIR is one writer's spool directory or a spool root\n"
+    "(default root ~/.cache/trainwatch/spool). Every batch keeps its writer id and sequence, so\n"
+    "syncing twice applies nothing twice. Delivered directories are removed.\n"
+    "  --server URL      the server's HTTP URL (default $TRAINWATCH_SERVER or http://127.0.0.1:8080)\n"
+    "  --api-key KEY     (default $TRAINWATCH_API_KEY)\n"
+    "  --timeout S       give up on a writer after S seconds (default 300)\n";
+
+int Sync(const std::vector<std::string>& args) {
+  trainwatch::ClientOptions options;
+  if (const char* s = std::getenv("TRAINWATCH_SERVER"); s && *s) options.server = s;
+  if (const char* k = std::getenv("TRAINWATCH_API_KEY"); k && *k) options.api_key = k;
+  options.on_warning = [](const std::string& w) { std::fprintf(stderr, "trainwatch sync: %s\n", w.c_str()); };
+  double timeout = 300;
+  std::string dir;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> const std::string* { return i + 1 < args.size() ? &args[++i] : nullptr; };
+    if (a == "--help" || a == "-h") {
+      std::fputs(kSyncUsage, stdout);
+      return 0;
+    } else if (a == "--server" || a == "--api-key" || a == "--timeout") {
+      const std::string* v = value();
+      if (!v) {
+        std::fprintf(stderr, "trainwatch sync: %s needs a value\n%s", a.c_str(), kSyncUsage);
+        return 2;
+      }
+      if (a == "--server") options.server = *v;
+      else if (a == "--api-key") options.api_key = *v;
+      else timeout = std::atof(v->c_str());
+    } else if (dir.empty() && !a.starts_with("-")) {
+      dir = a;
+    } else {
+      std::fprintf(stderr, "trainwatch sync: unexpected argument '%s'\n%s", a.c_str(), kSyncUsage);
+      return 2;
+    }
+  }
+  if (dir.empty()) {
+    std::fputs(kSyncUsage, stderr);
+    return 2;
+  }
+  auto report = trainwatch::sdk::SyncSpool(dir, options, timeout,
+                                           [](const std::string& line) { std::printf("%s\n", line.c_str()); });
+  if (!report.ok()) {
+    std::fprintf(stderr, "trainwatch sync: %s\n", report.status().ToString().c_str());
+    return 1;
+  }
+  std::printf("%d of %d spool directories delivered (%llu points)\n", report->writers_complete, report->writers,
+              static_cast<unsigned long long>(report->points_acked));
+  return report->writers_complete == report->writers ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -61,8 +118,9 @@ int main(int argc, char** argv) {
   std::string command = args.front();
   args.erase(args.begin());
   if (command == "serve") return Serve(args);
+  if (command == "sync") return Sync(args);
   if (command == "version" || command == "--version") {
-    std::puts("trainwatch 0.1.0");
+    std::printf("trainwatch %s\n", trainwatch::server::kVersion);
     return 0;
   }
   std::fprintf(stderr, "trainwatch: unknown command '%s'\n%s", command.c_str(), kUsage);

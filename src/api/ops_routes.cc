@@ -1,4 +1,5 @@
-// GET /healthz and GET /metrics.
+// GET /healthz, GET /metrics and GET /api/v1/info.
+#include "api/json_writer.h"
 #include "api/routes.h"
 
 namespace trainwatch::api {
@@ -12,6 +13,15 @@ void RegisterOpsRoutes(HttpServer& server, ApiContext& ctx) {
     r.content_type = "text/plain; version=0.0.4";
     r.body = ctx.metrics.Render();
     respond(std::move(r));
+  });
+  // Lets a client that knows only the HTTP URL find the gRPC ingest.
+  server.Route("GET", "/api/v1/info", [&ctx](HttpRequest&&, Responder respond) {
+    std::string body = "{\"version\":";
+    AppendString(&body, ctx.server.version);
+    body += ",\"grpc\":";
+    AppendString(&body, ctx.server.grpc_address);
+    body += ctx.server.api_key_required ? ",\"api_key_required\":true}\n" : ",\"api_key_required\":false}\n";
+    respond(HttpResponse::Json(200, std::move(body)));
   });
 }
 

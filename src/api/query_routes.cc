@@ -1,12 +1,12 @@
 // GET /api/v1/runs, /api/v1/run, /api/v1/metrics, /api/v1/series, /api/v1/series/superseded,
 // /api/v1/export.
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <limits>
 #include <map>
 
 #include "api/json_writer.h"
+#include "api/query_params.h"
 #include "api/routes.h"
 #include "api/run_search.h"
 
@@ -16,16 +16,6 @@ namespace {
 constexpr uint32_t kMaxBuckets = 100'000;
 constexpr size_t kMaxRunsPerPage = 10'000;
 constexpr size_t kMaxSeriesPerQuery = 1'000;
-
-bool ParseInt(const std::string& text, int64_t* out) {
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
-  return ec == std::errc() && ptr == text.data() + text.size();
-}
-
-bool ParseDouble(const std::string& text, double* out) {
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
-  return ec == std::errc() && ptr == text.data() + text.size() && std::isfinite(*out);
-}
 
 // A step bound from a double: saturates at the int64 range (doubles beyond it, and ±Inf).
 int64_t ClampToStep(double x) {
@@ -102,6 +92,11 @@ void AppendRunFields(std::string* out, const storage::RunInfo& info) {
   AppendNumber(out, info.last_write_time, NonFinite::kStrings);
   *out += ",\"host\":";
   AppendString(out, info.host);
+  *out += ",\"last_heartbeat\":";
+  AppendNumber(out, info.last_heartbeat, NonFinite::kStrings);
+  *out += ",\"heartbeat_interval\":";
+  AppendNumber(out, info.heartbeat_interval, NonFinite::kStrings);
+  *out += info.has_graph ? ",\"has_graph\":true" : ",\"has_graph\":false";
 }
 
 void HandleRuns(ApiContext& ctx, HttpRequest&& req, Responder respond) {
@@ -369,6 +364,7 @@ void HandleExport(ApiContext& ctx, HttpRequest&& req, Responder respond) {
   std::vector<storage::MetricInfo> metrics = ctx.engine.ListMetrics(info.project, info.id);
   std::vector<Cell> cells;
   for (uint32_t m = 0; m < metrics.size(); ++m) {
+    if (metrics[m].kind != "scalar") continue;  // histograms have no /write line form
     std::vector<storage::Point> points;
     Status s = ctx.engine.ReadSeries({info.project, info.id, metrics[m].name}, {}, &points);
     if (!s.ok()) return respond(HttpResponse::Error(HttpStatusOf(s), s.message()));

@@ -1,6 +1,8 @@
 // The REST API: registers every endpoint of docs/api.md on an HttpServer.
 #pragma once
 
+#include <string>
+
 #include "api/http_server.h"
 #include "api/live_hub.h"
 #include "common/metrics_registry.h"
@@ -9,21 +11,31 @@
 
 namespace trainwatch::api {
 
+// What GET /api/v1/info tells clients about this server.
+struct ServerInfo {
+  std::string version;
+  std::string grpc_address;  // host:port of the gRPC ingest: the host as configured, the bound port
+  bool api_key_required = false;
+};
+
 // Everything the handlers use; must outlive the server.
 struct ApiContext {
   storage::Engine& engine;
   ingest::Ingestor& ingestor;
   MetricsRegistry& metrics;
   LiveHub& live;
+  ServerInfo server;
 };
 
 void RegisterWriteRoutes(HttpServer& server, ApiContext& ctx);  // write_routes.cc
 void RegisterQueryRoutes(HttpServer& server, ApiContext& ctx);  // query_routes.cc
+void RegisterRunDataRoutes(HttpServer& server, ApiContext& ctx);  // run_data_routes.cc
 void RegisterOpsRoutes(HttpServer& server, ApiContext& ctx);    // ops_routes.cc
 
 inline void RegisterRoutes(HttpServer& server, ApiContext& ctx) {
   RegisterWriteRoutes(server, ctx);
   RegisterQueryRoutes(server, ctx);
+  RegisterRunDataRoutes(server, ctx);
   RegisterOpsRoutes(server, ctx);
   server.WebSocket("/api/v1/live", ctx.live.Handler());
 }

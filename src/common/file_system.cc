@@ -148,6 +148,11 @@ class PosixFs final : public FileSystem {
     return Status::Ok();
   }
 
+  Status RemoveDir(const std::string& dir) override {
+    if (::rmdir(dir.c_str()) != 0) return PosixError("removing directory", dir, errno);
+    return Status::Ok();
+  }
+
   Status RenameFile(const std::string& from, const std::string& to) override {
     if (::rename(from.c_str(), to.c_str()) != 0) {
       return PosixError("renaming", from + " to " + to, errno);

@@ -35,6 +35,8 @@ class FileSystem {
   virtual Result<std::vector<std::string>> ListDir(const std::string& dir) = 0;
   virtual Status CreateDirs(const std::string& dir) = 0;
   virtual Status RemoveFile(const std::string& path) = 0;
+  // Removes an empty directory.
+  virtual Status RemoveDir(const std::string& dir) = 0;
   virtual Status RenameFile(const std::string& from, const std::string& to) = 0;
   virtual Status Truncate(const std::string& path, uint64_t size) = 0;
   // Makes the directory's entries (creations, renames, removals) durable.

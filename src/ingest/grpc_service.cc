@@ -1,5 +1,6 @@
 #include "ingest/grpc_service.h"
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <future>
@@ -16,6 +17,7 @@ v1::WriteAck MakeAck(const v1::WriteRequest& request, const IngestResult& result
   ack.set_points_accepted(result.points_accepted);
   ack.set_points_rejected(result.points_rejected);
   ack.set_duplicate(result.duplicate_batch);
+  ack.set_refused(!result.status.ok());
   if (!result.status.ok()) ack.add_errors(result.status.ToString());
   for (const LineError& e : result.errors) ack.add_errors(e.message);
   return ack;
@@ -32,6 +34,19 @@ grpc::Status IngestService::Write(grpc::ServerContext* context,
       return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing or wrong API key");
     }
   }
+  {
+    std::lock_guard lock(streams_mu_);
+    if (draining_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down");
+    streams_.insert(context);
+  }
+  struct Unregister {
+    IngestService* service;
+    grpc::ServerContext* context;
+    ~Unregister() {
+      std::lock_guard lock(service->streams_mu_);
+      service->streams_.erase(context);
+    }
+  } unregister{this, context};
   std::mutex mu;
   std::condition_variable cv;
   std::deque<std::future<v1::WriteAck>> pending;  // GUARDED_BY(mu), in arrival order
@@ -60,6 +75,7 @@ grpc::Status IngestService::Write(grpc::ServerContext* context,
   });
 
   v1::WriteRequest request;
+  bool stopped_on_refusal = false;
   while (stream->Read(&request)) {
     {
       std::unique_lock lock(mu);
@@ -75,10 +91,19 @@ grpc::Status IngestService::Write(grpc::ServerContext* context,
     v1::WriteRequest header;  // writer id and sequence, kept for the ack
     header.set_writer_id(request.writer_id());
     header.set_sequence(request.sequence());
-    ingestor_.WriteProto(std::move(request), [promise, header](IngestResult result) {
+    auto refused = std::make_shared<std::atomic<bool>>(false);
+    ingestor_.WriteProto(std::move(request), [promise, header, refused](IngestResult result) {
+      refused->store(!result.status.ok());
       promise->set_value(MakeAck(header, result));
     });
     request.Clear();
+    // A refusal decided at once (shutdown, full disk) ends the stream: applying a later batch of
+    // this writer would make the refused one look like a duplicate when it is resent. Refusals that
+    // come later (a failed log) are fail-stop, so every later batch is refused too.
+    if (refused->load()) {
+      stopped_on_refusal = true;
+      break;
+    }
   }
   {
     std::lock_guard lock(mu);
@@ -87,7 +112,16 @@ grpc::Status IngestService::Write(grpc::ServerContext* context,
   cv.notify_all();
   acker.join();
   if (context->IsCancelled()) return grpc::Status::CANCELLED;
+  if (stopped_on_refusal) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server refused a batch; resend it later");
+  }
   return grpc::Status::OK;
+}
+
+void IngestService::CancelAll() {
+  std::lock_guard lock(streams_mu_);
+  draining_ = true;
+  for (grpc::ServerContext* context : streams_) context->TryCancel();
 }
 
 }  // namespace trainwatch::ingest

@@ -4,6 +4,9 @@
 // stream are in flight, and their acks go back in the order the batches came, each once durable.
 #pragma once
 
+#include <mutex>
+#include <set>
+
 #include "ingest/ingestor.h"
 #include "trainwatch/v1/ingest.grpc.pb.h"
 
@@ -20,9 +23,17 @@ class IngestService final : public v1::Ingest::Service {
   grpc::Status Write(grpc::ServerContext* context,
                      grpc::ServerReaderWriter<v1::WriteAck, v1::WriteRequest>* stream) override;
 
+  // Ends every open stream and refuses new ones (server shutdown). A stream waits for its client's
+  // next batch indefinitely, so without this an idle SDK would hold a shutdown up until its
+  // deadline. Batches in flight still complete; a client resends whatever it saw no ack for.
+  void CancelAll();
+
  private:
   Ingestor& ingestor_;
   const std::string api_key_;
+  std::mutex streams_mu_;
+  std::set<grpc::ServerContext*> streams_;  // GUARDED_BY(streams_mu_)
+  bool draining_ = false;                    // GUARDED_BY(streams_mu_)
 };
 
 }  // namespace trainwatch::ingest

@@ -1,5 +1,6 @@
 #include "ingest/ingestor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <unordered_set>
 
@@ -12,6 +13,41 @@ uint64_t CountPoints(const v1::RunBatch& batch) {
   uint64_t n = 0;
   for (const v1::MetricColumn& c : batch.metrics()) n += c.values_size();
   return n;
+}
+
+// Checks one histogram; `where` names it ("histograms[3]").
+Status ValidateHistogram(const v1::Histogram& h, const IngestLimits& limits, const std::string& where) {
+  TW_RETURN_IF_ERROR(ValidateName("histogram", h.name(), limits).WithContext(where));
+  if (h.step() < 0) return Status::InvalidArgument(where + ": step " + std::to_string(h.step()) + " is negative");
+  if (!std::isfinite(h.time()) || h.time() < 0) {
+    return Status::InvalidArgument(where + ": time is not a finite, non-negative time (0 means server time)");
+  }
+  const size_t buckets = h.counts_size();
+  const size_t max_buckets = std::min(limits.max_histogram_buckets, storage::kMaxHistogramBuckets);
+  if (buckets < 1 || buckets > max_buckets) {
+    return Status::InvalidArgument(where + ": has " + std::to_string(buckets) +
+                                   " buckets; 1 to " + std::to_string(max_buckets) + " are allowed");
+  }
+  if (static_cast<size_t>(h.edges_size()) != buckets + 1) {
+    return Status::InvalidArgument(where + ": has " + std::to_string(h.edges_size()) + " edges for " +
+                                   std::to_string(buckets) + " buckets; edges must be one more than counts");
+  }
+  for (int i = 0; i < h.edges_size(); ++i) {
+    if (!std::isfinite(h.edges(i))) {
+      return Status::InvalidArgument(where + ": edges[" + std::to_string(i) + "] is not finite");
+    }
+    if (i > 0 && !(h.edges(i) > h.edges(i - 1))) {
+      return Status::InvalidArgument(where + ": edges are not strictly increasing at edges[" +
+                                     std::to_string(i) + "]");
+    }
+  }
+  for (int i = 0; i < h.counts_size(); ++i) {
+    if (!std::isfinite(h.counts(i)) || h.counts(i) < 0) {
+      return Status::InvalidArgument(where + ": counts[" + std::to_string(i) +
+                                     "] is not a finite, non-negative number");
+    }
+  }
+  return Status::Ok();
 }
 
 // Checks one run batch of a protobuf write; the first problem found is returned.
@@ -58,6 +94,17 @@ Status ValidateBatch(const v1::RunBatch& batch, const IngestLimits& limits) {
       }
     }
   }
+  for (int i = 0; i < batch.histograms_size(); ++i) {
+    TW_RETURN_IF_ERROR(ValidateHistogram(batch.histograms(i), limits, "histograms[" + std::to_string(i) + "]"));
+  }
+  if (batch.has_heartbeat()) {
+    const double interval = batch.heartbeat().interval_seconds();
+    if (!std::isfinite(interval) || interval <= 0 || interval > limits.max_heartbeat_interval_seconds) {
+      return Status::InvalidArgument("heartbeat.interval_seconds must be in (0, " +
+                                     std::to_string(static_cast<int>(limits.max_heartbeat_interval_seconds)) +
+                                     "]");
+    }
+  }
   if (batch.has_metadata()) {
     const v1::RunMetadata& meta = batch.metadata();
     if (meta.has_name()) TW_RETURN_IF_ERROR(ValidateName("display", meta.name(), limits));
@@ -68,6 +115,16 @@ Status ValidateBatch(const v1::RunBatch& batch, const IngestLimits& limits) {
       auto j = nlohmann::json::parse(meta.config_json(), nullptr, false);
       if (j.is_discarded() || !j.is_object()) {
         return Status::InvalidArgument("metadata.config_json is not a JSON object");
+      }
+    }
+    if (meta.has_graph_json()) {
+      if (meta.graph_json().size() > limits.max_graph_bytes) {
+        return Status::InvalidArgument("metadata.graph_json is " + std::to_string(meta.graph_json().size()) +
+                                       " bytes; the limit is " + std::to_string(limits.max_graph_bytes));
+      }
+      auto j = nlohmann::json::parse(meta.graph_json(), nullptr, false);
+      if (j.is_discarded() || !j.is_object()) {
+        return Status::InvalidArgument("metadata.graph_json is not a JSON object");
       }
     }
     storage::RunStatus status;
@@ -137,6 +194,11 @@ void Ingestor::Normalise(v1::WriteRequest* request, IngestResult* result) {
     if (batch.times_size() == 0) {
       for (int r = 0; r < batch.steps_size(); ++r) batch.add_times(now);
     }
+    for (v1::Histogram& h : *batch.mutable_histograms()) {
+      if (h.time() == 0) h.set_time(now);
+    }
+    // Liveness is measured on the server's clock, recorded here so that replay restores it.
+    if (batch.has_heartbeat()) batch.mutable_heartbeat()->set_received_time(now);
     ++i;
   }
 }

@@ -16,6 +16,9 @@ struct IngestLimits {
   size_t max_metrics_per_run = 10'000;   // distinct metric names in one run
   size_t max_series_per_project = 1'000'000;
   size_t max_metadata_bytes = 64 << 10;  // config JSON, tags, host of one run update
+  size_t max_graph_bytes = 8 << 20;      // a run's model graph (RunMetadata.graph_json)
+  size_t max_histogram_buckets = 10'000;  // at most storage::kMaxHistogramBuckets
+  double max_heartbeat_interval_seconds = 3600;
 };
 
 // Checks a project, run or metric name: non-empty, at most max_name_bytes, valid UTF-8, no control

@@ -16,6 +16,8 @@
 #include "ingest/grpc_service.h"
 #include "ingest/ingestor.h"
 #include "server/data_dir_lock.h"
+#include "server/liveness.h"
+#include "server/version.h"
 #include "storage/chunk_store.h"
 #include "storage/disk_guard.h"
 #include "storage/engine.h"
@@ -32,6 +34,7 @@ struct Server::Parts {
   std::unique_ptr<DataDirLock> lock;
   std::unique_ptr<storage::Engine> engine;
   std::unique_ptr<ingest::Ingestor> ingestor;
+  std::unique_ptr<LivenessMonitor> liveness;
   std::unique_ptr<api::LiveHub> live;
   std::unique_ptr<api::ApiContext> api;
   std::unique_ptr<api::HttpServer> http;
@@ -45,7 +48,10 @@ struct Server::Parts {
   std::thread retention_thread;
   bool shut_down = false;
 
-  ~Parts() { StopRetention(); }
+  ~Parts() {
+    StopRetention();
+    if (liveness) liveness->Stop();
+  }
 
   void StopRetention() {
     {
@@ -126,24 +132,15 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   Status first_pass = p->retention->RunOnce();  // refuse at once if the disk is already full
   if (!first_pass.ok()) log.Error("retention pass", {{"error", first_pass.ToString()}});
   p->retention_thread = std::thread([parts = p.get()] { parts->RetentionLoop(); });
+  p->liveness = std::make_unique<LivenessMonitor>(*p->engine, *p->ingestor, p->clock, log);
+  p->liveness->Start();
   p->live = std::make_unique<api::LiveHub>(p->metrics);
   p->engine->SetCommitListener([live = p->live.get()](const v1::WriteRequest& request,
                                                       const storage::WriteOutcome& outcome) {
     if (!outcome.duplicate_batch && outcome.points_written > 0) live->Publish(request);
   });
 
-  p->api = std::make_unique<api::ApiContext>(
-      api::ApiContext{*p->engine, *p->ingestor, p->metrics, *p->live});
-  api::HttpServerOptions http_options;
-  http_options.host = config.listen.host;
-  http_options.port = config.listen.port;
-  http_options.threads = config.http_threads;
-  http_options.max_body_bytes = config.limits.max_body_bytes;
-  http_options.api_key = config.api_key;
-  p->http = std::make_unique<api::HttpServer>(http_options, log, p->metrics);
-  api::RegisterRoutes(*p->http, *p->api);
-  TW_RETURN_IF_ERROR(p->http->Start().WithContext("starting HTTP"));
-
+  // gRPC first: /api/v1/info tells clients the port it is bound to.
   p->grpc_service = std::make_unique<ingest::IngestService>(*p->ingestor, config.api_key);
   grpc::ServerBuilder builder;
   std::string grpc_address = config.grpc_listen.host + ":" + std::to_string(config.grpc_listen.port);
@@ -157,8 +154,26 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   p->grpc = builder.BuildAndStart();
   if (!p->grpc || p->grpc_port == 0) {
-    p->http->Stop();
     return Status::Unavailable("cannot listen for gRPC on " + grpc_address + " (address in use?)");
+  }
+
+  api::ServerInfo info;
+  info.version = kVersion;
+  info.grpc_address = grpc_address.substr(0, grpc_address.rfind(':') + 1) + std::to_string(p->grpc_port);
+  info.api_key_required = !config.api_key.empty();
+  p->api = std::make_unique<api::ApiContext>(
+      api::ApiContext{*p->engine, *p->ingestor, p->metrics, *p->live, std::move(info)});
+  api::HttpServerOptions http_options;
+  http_options.host = config.listen.host;
+  http_options.port = config.listen.port;
+  http_options.threads = config.http_threads;
+  http_options.max_body_bytes = config.limits.max_body_bytes;
+  http_options.api_key = config.api_key;
+  p->http = std::make_unique<api::HttpServer>(http_options, log, p->metrics);
+  api::RegisterRoutes(*p->http, *p->api);
+  if (Status s = p->http->Start(); !s.ok()) {
+    p->grpc->Shutdown();
+    return s.WithContext("starting HTTP");
   }
   log.Info("trainwatch serving", {{"http", "http://" + config.listen.host + ":" + std::to_string(p->http->port())},
                                   {"grpc", config.grpc_listen.host + ":" + std::to_string(p->grpc_port)},
@@ -168,14 +183,17 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
 
 uint16_t Server::http_port() const { return parts_->http->port(); }
 uint16_t Server::grpc_port() const { return static_cast<uint16_t>(parts_->grpc_port); }
+storage::Engine& Server::engine() { return *parts_->engine; }
 
 Status Server::Shutdown() {
   if (parts_->shut_down) return Status::Ok();
   parts_->shut_down = true;
   parts_->logger->Info("shutting down: draining writes");
+  parts_->grpc_service->CancelAll();
   parts_->grpc->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(10));
   parts_->http->Stop();
   parts_->StopRetention();
+  parts_->liveness->Stop();
   Status s = parts_->engine->Close();
   parts_->logger->Info("shut down", {{"status", s.ToString()}});
   return s;

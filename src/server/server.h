@@ -7,6 +7,10 @@
 #include "common/status.h"
 #include "server/config.h"
 
+namespace trainwatch::storage {
+class Engine;
+}  // namespace trainwatch::storage
+
 namespace trainwatch::server {
 
 class Server {
@@ -19,6 +23,8 @@ class Server {
 
   uint16_t http_port() const;
   uint16_t grpc_port() const;
+  // The store, for in-process tests that check what arrived.
+  storage::Engine& engine();
   // Stops accepting, drains in-flight writes, checkpoints and closes the store.
   Status Shutdown();
 

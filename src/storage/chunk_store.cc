@@ -1,5 +1,7 @@
 #include "storage/chunk_store.h"
 
+#include <algorithm>
+
 #include <rocksdb/db.h>
 #include <rocksdb/options.h>
 #include <rocksdb/write_batch.h>
@@ -31,11 +33,49 @@ std::string ChunkKeyOf(char prefix, SeriesId id, uint32_t chunk_no) {
   return k;
 }
 
-std::string RunKeyOf(const std::string& project, const std::string& run) {
-  std::string k = "r" + project;
+// prefix project "\0" run: the "r" and "g" keys, and the start of a run's "h" and "H" keys.
+std::string RunKeyOf(char prefix, const std::string& project, const std::string& run) {
+  std::string k(1, prefix);
+  k += project;
   k.push_back('\0');
   k += run;
   return k;
+}
+
+std::string RunKeyOf(const std::string& project, const std::string& run) {
+  return RunKeyOf('r', project, run);
+}
+
+// prefix project "\0" run "\0" name: an "H" key, and the start of the "h" keys of that name.
+std::string HistogramNameKeyOf(char prefix, const SeriesKey& key) {
+  std::string k = RunKeyOf(prefix, key.project, key.run);
+  k.push_back('\0');
+  k += key.metric;
+  return k;
+}
+
+std::string HistogramKeyOf(const SeriesKey& key, int64_t step) {
+  std::string k = HistogramNameKeyOf('h', key);
+  k.push_back('\0');
+  PutBigEndian64(&k, static_cast<uint64_t>(step));  // steps are >= 0: sorts numerically
+  return k;
+}
+
+std::string EncodeHistogramSeries(const HistogramSeriesInfo& info) {
+  std::string out(1, static_cast<char>(kRecordVersion));
+  PutFixed64(&out, info.count);
+  PutFixed64(&out, static_cast<uint64_t>(info.first_step));
+  PutFixed64(&out, static_cast<uint64_t>(info.last_step));
+  PutDouble(&out, info.min_time);
+  return out;
+}
+
+bool DecodeHistogramSeries(std::string_view data, HistogramSeriesInfo* info) {
+  ByteReader in(data);
+  uint8_t version = 0;
+  return in.GetByte(&version) && version == kRecordVersion && in.GetFixed64(&info->count) &&
+         in.GetInt64(&info->first_step) && in.GetInt64(&info->last_step) &&
+         in.GetDouble(&info->min_time) && in.empty();
 }
 
 std::string EncodeSeries(const SeriesRecord& s) {
@@ -200,7 +240,80 @@ Status ChunkStore::DeleteSeries(SeriesId id) {
 }
 
 Status ChunkStore::DeleteRun(const std::string& project, const std::string& run) {
-  return FromRocks(db_->Delete(rocksdb::WriteOptions(), RunKeyOf(project, run)), "deleting run");
+  rocksdb::WriteBatch batch;
+  // Every "h"/"H" key of the run starts with prefix project "\0" run "\0"; names hold no control
+  // characters, so "\1" in that place ends the range.
+  for (char prefix : {'h', 'H'}) {
+    std::string from = RunKeyOf(prefix, project, run), to = from;
+    from.push_back('\0');
+    to.push_back('\1');
+    batch.DeleteRange(from, to);
+  }
+  batch.Delete(RunKeyOf('g', project, run));
+  batch.Delete(RunKeyOf(project, run));
+  return FromRocks(db_->Write(rocksdb::WriteOptions(), &batch), "deleting run");
+}
+
+Status ChunkStore::PutGraph(const std::string& project, const std::string& run,
+                            std::string_view json) {
+  return FromRocks(db_->Put(rocksdb::WriteOptions(), RunKeyOf('g', project, run),
+                            rocksdb::Slice(json.data(), json.size())),
+                   "writing graph");
+}
+
+Result<std::string> ChunkStore::GetGraph(const std::string& project, const std::string& run) const {
+  std::string value;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), RunKeyOf('g', project, run), &value);
+  if (s.IsNotFound()) return Status::NotFound("run '" + run + "' has no graph");
+  TW_RETURN_IF_ERROR(FromRocks(s, "reading graph"));
+  return value;
+}
+
+Status ChunkStore::PutHistogram(const SeriesKey& key, int64_t step, std::string_view encoded,
+                                const HistogramSeriesInfo& info) {
+  rocksdb::WriteBatch batch;
+  batch.Put(HistogramKeyOf(key, step), rocksdb::Slice(encoded.data(), encoded.size()));
+  batch.Put(HistogramNameKeyOf('H', key), EncodeHistogramSeries(info));
+  return FromRocks(db_->Write(rocksdb::WriteOptions(), &batch), "writing histogram");
+}
+
+Result<bool> ChunkStore::HasHistogram(const SeriesKey& key, int64_t step) const {
+  std::string value;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), HistogramKeyOf(key, step), &value);
+  if (s.IsNotFound()) return false;
+  TW_RETURN_IF_ERROR(FromRocks(s, "reading histogram"));
+  return true;
+}
+
+Status ChunkStore::ScanHistograms(
+    const SeriesKey& key, int64_t from, int64_t to,
+    const std::function<bool(int64_t, std::string_view)>& fn) const {
+  if (to < from || to < 0) return Status::Ok();
+  std::string prefix = HistogramNameKeyOf('h', key);
+  prefix.push_back('\0');
+  std::string start = HistogramKeyOf(key, std::max<int64_t>(from, 0));
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  for (it->Seek(start); it->Valid(); it->Next()) {
+    std::string_view k(it->key().data(), it->key().size());
+    if (!k.starts_with(prefix)) break;
+    if (k.size() != prefix.size() + 8) return Status::Corruption("bad histogram key");
+    const auto step = static_cast<int64_t>(DecodeBigEndian64(k.data() + prefix.size()));
+    if (step > to) break;
+    if (!fn(step, std::string_view(it->value().data(), it->value().size()))) break;
+  }
+  return FromRocks(it->status(), "reading histograms");
+}
+
+Status ChunkStore::DeleteHistograms(const SeriesKey& key, const std::vector<int64_t>& steps,
+                                    const HistogramSeriesInfo& info) {
+  rocksdb::WriteBatch batch;
+  for (int64_t step : steps) batch.Delete(HistogramKeyOf(key, step));
+  if (info.count == 0) {
+    batch.Delete(HistogramNameKeyOf('H', key));
+  } else {
+    batch.Put(HistogramNameKeyOf('H', key), EncodeHistogramSeries(info));
+  }
+  return FromRocks(db_->Write(rocksdb::WriteOptions(), &batch), "deleting histograms");
 }
 
 Result<std::string> ChunkStore::GetChunk(SeriesId id, uint32_t chunk_no) const {
@@ -250,6 +363,24 @@ Status ChunkStore::ForEachWriter(const std::function<Status(std::string, uint64_
     ByteReader in(value);
     if (!in.GetFixed64(&seq)) return Status::Corruption("bad writer record");
     return fn(std::string(key.substr(1)), seq);
+  });
+}
+
+Status ChunkStore::ForEachHistogramSeries(
+    const std::function<Status(SeriesKey, HistogramSeriesInfo)>& fn) const {
+  return ForEachPrefixed(*db_, "H", [&](std::string_view key, std::string_view value) {
+    key.remove_prefix(1);
+    size_t nul1 = key.find('\0');
+    size_t nul2 = nul1 == std::string_view::npos ? nul1 : key.find('\0', nul1 + 1);
+    if (nul2 == std::string_view::npos) return Status::Corruption("bad histogram summary key");
+    SeriesKey series{std::string(key.substr(0, nul1)), std::string(key.substr(nul1 + 1, nul2 - nul1 - 1)),
+                     std::string(key.substr(nul2 + 1))};
+    HistogramSeriesInfo info;
+    if (!DecodeHistogramSeries(value, &info)) {
+      return Status::Corruption("bad histogram summary of " + series.project + "/" + series.run +
+                                "/" + series.metric);
+    }
+    return fn(std::move(series), info);
   });
 }
 

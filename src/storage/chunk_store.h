@@ -4,6 +4,9 @@
 //   "d" series_id(be64) chunk_no(be32)  -> encoded chunk (docs/format/chunk.md)
 //   "s" series_id(be64)                 -> series record (key, generation, rewinds, flushed LSN)
 //   "r" project "\0" run                -> run metadata (JSON)
+//   "g" project "\0" run                -> the run's model graph (JSON)
+//   "h" project "\0" run "\0" name "\0" step(be64) -> one histogram (storage/histogram.h)
+//   "H" project "\0" run "\0" name     -> summary of a run's histograms of that name
 //   "w" writer_id                       -> last applied sequence (u64)
 //   "m"                                 -> store record (checkpoint LSN)
 // Writes are not synced one by one; Sync() makes everything written so far durable, and the engine
@@ -13,9 +16,11 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
+#include "storage/histogram.h"
 #include "storage/series.h"
 
 namespace rocksdb {
@@ -56,7 +61,28 @@ class ChunkStore {
   // Deletes the given chunks of a series and rewrites its record (retention).
   Status DeleteChunks(const SeriesRecord& series, const std::vector<uint32_t>& chunk_nos);
   Status DeleteSeries(SeriesId id);
+  // Deletes a run's metadata, graph and histograms.
   Status DeleteRun(const std::string& project, const std::string& run);
+
+  // --- graphs ("g") ---
+  Status PutGraph(const std::string& project, const std::string& run, std::string_view json);
+  // NotFound if the run has no graph.
+  Result<std::string> GetGraph(const std::string& project, const std::string& run) const;
+
+  // --- histograms ("h", "H"); `key.metric` is the histogram's name ---
+  // Atomically stores one encoded histogram (replacing the one at the same step) and the summary
+  // of its name.
+  Status PutHistogram(const SeriesKey& key, int64_t step, std::string_view encoded,
+                      const HistogramSeriesInfo& info);
+  Result<bool> HasHistogram(const SeriesKey& key, int64_t step) const;
+  // Calls fn(step, encoded) for the histograms of `key` with from <= step <= to, by step; stops
+  // early (OK) when fn returns false.
+  Status ScanHistograms(const SeriesKey& key, int64_t from, int64_t to,
+                        const std::function<bool(int64_t step, std::string_view encoded)>& fn) const;
+  // Atomically deletes the given steps of `key` and stores its new summary (none when
+  // info.count == 0).
+  Status DeleteHistograms(const SeriesKey& key, const std::vector<int64_t>& steps,
+                          const HistogramSeriesInfo& info);
 
   // The encoded points of one chunk.
   Result<std::string> GetChunk(SeriesId id, uint32_t chunk_no) const;
@@ -67,6 +93,8 @@ class ChunkStore {
   Status ForEachRun(const std::function<Status(std::string project, std::string run,
                                                std::string json)>& fn) const;
   Status ForEachWriter(const std::function<Status(std::string writer, uint64_t seq)>& fn) const;
+  Status ForEachHistogramSeries(
+      const std::function<Status(SeriesKey key, HistogramSeriesInfo info)>& fn) const;
   Result<uint64_t> GetCheckpointLsn() const;
 
   // Makes every write so far durable.

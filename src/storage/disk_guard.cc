@@ -40,6 +40,12 @@ Status Retention::ApplyMaxAges() {
       logger_.Info("retention deleted old points",
                    {{"project", project}, {"points", *deleted}, {"max_age_seconds", max_age}});
     }
+    Result<uint64_t> histograms = engine_.DeleteHistogramsOlderThan(project, now - max_age);
+    if (!histograms.ok()) return histograms.status().WithContext("retention of project " + project);
+    if (*histograms > 0) {
+      logger_.Info("retention deleted old histograms",
+                   {{"project", project}, {"histograms", *histograms}, {"max_age_seconds", max_age}});
+    }
   }
   return Status::Ok();
 }

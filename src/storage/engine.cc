@@ -62,6 +62,7 @@ Status Engine::LoadStore() {
     runs_[RunKey{project, id}] = std::move(run);
     return Status::Ok();
   }));
+  TW_RETURN_IF_ERROR(LoadHistograms());
   TW_RETURN_IF_ERROR(store_->ForEachSeries([&](SeriesRecord record) {
     auto series = std::make_unique<Series>(record.id, record.key);
     series->gen = record.gen;
@@ -303,6 +304,13 @@ Status Engine::Checkpoint() {
       }
     }
     log_bytes_since_checkpoint_ = 0;
+    // The writer sequences as of `lsn`, persisted with the chunks that hold what they cover.
+    std::lock_guard writers_lock(writers_mu_);
+    for (const std::string& writer : dirty_writers_) {
+      Status s = store_->PutWriterSequence(writer, writers_[writer]);
+      if (!s.ok()) return s.WithContext("persisting writer sequences");
+    }
+    dirty_writers_.clear();
   }
   uint64_t errors_before = seal_errors_.Value();
   WaitForSealer();

@@ -23,6 +23,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "common/clock.h"
@@ -32,6 +33,7 @@
 #include "storage/chunk_cache.h"
 #include "storage/chunk_store.h"
 #include "storage/downsample.h"
+#include "storage/histogram.h"
 #include "storage/log.h"
 #include "storage/run_info.h"
 #include "storage/series.h"
@@ -76,6 +78,20 @@ struct MetricInfo {
   uint32_t timelines = 1;  // 1 + rewinds
 };
 
+// A run's liveness fields (what the liveness monitor needs, without copying the whole RunInfo).
+struct RunLiveness {
+  RunKey key;
+  RunStatus status = RunStatus::kRunning;
+  double last_heartbeat = 0;
+  double heartbeat_interval = 0;
+};
+
+struct HistogramReadOptions {
+  int64_t from_step = 0;
+  int64_t to_step = std::numeric_limits<int64_t>::max();
+  size_t limit = std::numeric_limits<size_t>::max();  // at most this many, the lowest steps first
+};
+
 struct SeriesReadOptions {
   int64_t from_step = std::numeric_limits<int64_t>::min();
   int64_t to_step = std::numeric_limits<int64_t>::max();
@@ -118,7 +134,11 @@ class Engine {
   // --- reads ---
   std::vector<RunInfo> ListRuns() const;
   std::optional<RunInfo> GetRun(const std::string& project, const std::string& run) const;
+  // A run's scalar metrics (kind "scalar") and histogram names (kind "histogram": count, first
+  // and last step only), by name.
   std::vector<MetricInfo> ListMetrics(const std::string& project, const std::string& run) const;
+  // Runs that have recorded a heartbeat interval (writers that send heartbeats).
+  std::vector<RunLiveness> ListHeartbeatRuns() const;
   // For each run (in order; empty for an unknown run), the newest visible point of each named metric
   // the run has, in the order asked.
   std::vector<std::vector<std::pair<std::string, Point>>> LatestValues(
@@ -139,14 +159,22 @@ class Engine {
   // Downsamples the visible points of a series onto `grid`.
   Status Downsample(const SeriesKey& key, XAxis axis, const BucketGrid& grid,
                     std::vector<Bucket>* out) const;
+  // The histograms named key.metric of a run, by step, within `options`. NotFound if the run or
+  // the name is unknown; Corruption if a stored one fails to decode.
+  Status ReadHistograms(const SeriesKey& key, const HistogramReadOptions& options,
+                        std::vector<Histogram>* out) const;
+  // The run's model graph (a JSON object). NotFound if the run is unknown or has none.
+  Result<std::string> ReadGraph(const std::string& project, const std::string& run) const;
 
   // --- deletion (retention.cc drives these) ---
-  // Deletes a run: its metadata, series and chunks, then checkpoints so that log replay cannot
-  // bring it back. NotFound if there is no such run.
+  // Deletes a run: its metadata, graph, histograms, series and chunks, then checkpoints so that log
+  // replay cannot bring it back. NotFound if there is no such run.
   Status DeleteRun(const std::string& project, const std::string& run);
   // Deletes the sealed, persisted chunks of a project's series whose newest point is older than
   // `cutoff` (unix seconds). Returns the number of points deleted.
   Result<uint64_t> DeleteChunksOlderThan(const std::string& project, double cutoff);
+  // Deletes a project's histograms whose time is older than `cutoff`. Returns how many.
+  Result<uint64_t> DeleteHistogramsOlderThan(const std::string& project, double cutoff);
 
   uint64_t DiskBytes() const;
   uint64_t LogDiskBytes() const { return log_->DiskBytes(); }
@@ -176,6 +204,7 @@ class Engine {
 
   // --- open (engine.cc) ---
   Status LoadStore();
+  Status LoadHistograms();  // engine_histograms.cc
   Status Replay();
 
   // --- write path (engine_apply.cc) ---
@@ -183,6 +212,10 @@ class Engine {
   void ApplyRunBatch(uint64_t lsn, const v1::RunBatch& batch, WriteOutcome* outcome,
                      std::vector<Series*>* touched);
   void ApplyMetadata(Run& run, const v1::RunMetadata& meta);
+  // Records a heartbeat: revives a crashed run, leaves a finished one alone.
+  void ApplyHeartbeat(Run& run, const v1::Heartbeat& heartbeat);
+  // Stores the batch's histograms, replacing any at the same (name, step) (engine_histograms.cc).
+  void ApplyHistograms(const v1::RunBatch& batch);
   ApplyOutcome ApplyPoint(Series& series, const Point& p);
   // First write wins: a step the clock already has keeps its time.
   void ApplyClockPoint(Series& clock, const Point& p);
@@ -234,8 +267,14 @@ class Engine {
   std::unordered_map<std::string, std::unordered_map<std::string, uint32_t>> metric_ids_;  // GUARDED_BY(runs_mu_)
   SeriesId next_series_id_ = 1;  // GUARDED_BY(runs_mu_)
 
+  // The histogram index: run -> histogram name -> summary, mirroring the store's "H" records. The
+  // mutex also serialises the read-modify-write of those records (applier versus retention).
+  mutable std::mutex histograms_mu_;
+  std::map<RunKey, std::map<std::string, HistogramSeriesInfo>> histograms_;  // GUARDED_BY(histograms_mu_)
+
   mutable std::mutex writers_mu_;
   std::unordered_map<std::string, uint64_t> writers_;  // GUARDED_BY(writers_mu_)
+  std::unordered_set<std::string> dirty_writers_;     // GUARDED_BY(writers_mu_): changed since the last checkpoint
 
   std::mutex listener_mu_;
   CommitListener listener_;  // GUARDED_BY(listener_mu_)

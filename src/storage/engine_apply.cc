@@ -71,8 +71,10 @@ WriteOutcome Engine::ApplyRecord(uint64_t lsn, const v1::WriteRequest& request) 
       return outcome;
     }
     last = request.sequence();
-    Status s = store_->PutWriterSequence(writer, last);
-    if (!s.ok()) logger_.Error("persisting writer sequence", {{"error", s.ToString()}});
+    // Persisted by the next checkpoint, not now: the store must hold the sequences as of its
+    // checkpoint LSN, or replaying the log after a crash would take the records after that LSN for
+    // duplicates and drop the points they hold that were not yet sealed.
+    dirty_writers_.insert(writer);
   }
   std::vector<Series*> touched;
   for (const v1::RunBatch& batch : request.runs()) ApplyRunBatch(lsn, batch, &outcome, &touched);
@@ -91,13 +93,23 @@ WriteOutcome Engine::ApplyRecord(uint64_t lsn, const v1::WriteRequest& request) 
 
 void Engine::ApplyRunBatch(uint64_t lsn, const v1::RunBatch& batch, WriteOutcome* outcome,
                            std::vector<Series*>* touched) {
-  double first_time = batch.times_size() > 0 ? batch.times(0) : clock_.NowUnixSeconds();
+  // A new run starts at the batch's first time; the server's clock only when the batch has none.
+  double first_time;
+  if (batch.times_size() > 0) first_time = batch.times(0);
+  else if (batch.has_heartbeat()) first_time = batch.heartbeat().received_time();
+  else if (batch.histograms_size() > 0) first_time = batch.histograms(0).time();
+  else first_time = clock_.NowUnixSeconds();
   Run& run = GetOrCreateRun(batch.project(), batch.run(), first_time);
   if (batch.has_metadata()) ApplyMetadata(run, batch.metadata());
+  if (batch.has_heartbeat()) ApplyHeartbeat(run, batch.heartbeat());
+  if (batch.histograms_size() > 0) ApplyHistograms(batch);
   const int rows = batch.steps_size();
   const bool has_times = batch.times_size() == rows;
+  // Sampled rows (machine samples, numbered by sample) stay out of the step clock. Their series
+  // still point at the run's clock, but a chunk is sealed without times only when every time
+  // matches the clock bit for bit (EncodeForSeal), so their own times are kept otherwise.
   Series* clock = nullptr;
-  if (rows > 0) {
+  if (rows > 0 && !batch.sampled()) {
     clock = &GetOrCreateSeries(run, kClockMetric);
     std::unique_lock lock(clock->mu);
     if (lsn > clock->flushed_lsn) {
@@ -181,8 +193,14 @@ void Engine::ApplyClockPoint(Series& clock, const Point& p) {
 }
 
 void Engine::ApplyMetadata(Run& run, const v1::RunMetadata& meta) {
+  if (meta.has_graph_json()) {
+    // Stored before the run record that says it is there; outside runs_mu_ (it may be megabytes).
+    Status s = store_->PutGraph(run.info.project, run.info.id, meta.graph_json());
+    if (!s.ok()) logger_.Error("persisting graph", {{"error", s.ToString()}});
+  }
   std::unique_lock lock(runs_mu_);
   RunInfo& info = run.info;
+  if (meta.has_graph_json()) info.has_graph = true;
   if (meta.has_name()) info.name = meta.name();
   if (meta.has_group()) info.group = meta.group();
   if (meta.replace_tags()) info.tags.clear();
@@ -200,6 +218,21 @@ void Engine::ApplyMetadata(Run& run, const v1::RunMetadata& meta) {
   if (meta.has_host()) info.host = meta.host();
   Status s = store_->PutRun(info.project, info.id, info.ToJson().dump());
   if (!s.ok()) logger_.Error("persisting run metadata", {{"error", s.ToString()}});
+}
+
+void Engine::ApplyHeartbeat(Run& run, const v1::Heartbeat& heartbeat) {
+  std::unique_lock lock(runs_mu_);
+  RunInfo& info = run.info;
+  if (info.status == RunStatus::kFinished) return;
+  info.last_heartbeat = std::max(info.last_heartbeat, heartbeat.received_time());
+  info.heartbeat_interval = heartbeat.interval_seconds();
+  if (info.status == RunStatus::kCrashed) {
+    // Declared crashed, yet alive after all (a long partition): running again.
+    info.status = RunStatus::kRunning;
+    info.end_time = 0;
+  }
+  Status s = store_->PutRun(info.project, info.id, info.ToJson().dump());
+  if (!s.ok()) logger_.Error("persisting heartbeat", {{"error", s.ToString()}});
 }
 
 Engine::Run& Engine::GetOrCreateRun(const std::string& project, const std::string& id,

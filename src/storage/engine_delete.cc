@@ -46,7 +46,11 @@ Status Engine::DeleteRun(const std::string& project, const std::string& run) {
       s->has_latest = false;
       s->PublishLatest();
     }
-    TW_RETURN_IF_ERROR(store_->DeleteRun(project, run));
+    {
+      std::lock_guard histograms_lock(histograms_mu_);
+      histograms_.erase(RunKey{project, run});
+      TW_RETURN_IF_ERROR(store_->DeleteRun(project, run));  // metadata, graph and histograms
+    }
     std::unique_lock lock(runs_mu_);
     for (auto& s : series) deleted_series_.push_back(std::move(s));
   }

@@ -209,7 +209,47 @@ std::vector<MetricInfo> Engine::ListMetrics(const std::string& project, const st
     if (!series->head.empty()) see(series->head.front().step, series->head.back().step, series->head.size());
     out.push_back(std::move(info));
   }
+  {
+    std::lock_guard lock(histograms_mu_);
+    auto it = histograms_.find(RunKey{project, run});
+    if (it != histograms_.end()) {
+      for (const auto& [name, h] : it->second) {
+        MetricInfo info;
+        info.name = name;
+        info.kind = "histogram";
+        info.count = h.count;
+        info.first_step = h.first_step;
+        info.last_step = h.last_step;
+        out.push_back(std::move(info));
+      }
+    }
+  }
+  // By name; a scalar before a histogram of the same name.
+  std::stable_sort(out.begin(), out.end(),
+                   [](const MetricInfo& a, const MetricInfo& b) { return a.name < b.name; });
   return out;
+}
+
+std::vector<RunLiveness> Engine::ListHeartbeatRuns() const {
+  std::shared_lock lock(runs_mu_);
+  std::vector<RunLiveness> out;
+  for (const auto& [key, run] : runs_) {
+    const RunInfo& info = run->info;
+    if (info.heartbeat_interval > 0) {
+      out.push_back({key, info.status, info.last_heartbeat, info.heartbeat_interval});
+    }
+  }
+  return out;
+}
+
+Result<std::string> Engine::ReadGraph(const std::string& project, const std::string& run) const {
+  {
+    std::shared_lock lock(runs_mu_);
+    auto it = runs_.find(RunKey{project, run});
+    if (it == runs_.end()) return Status::NotFound("no run '" + run + "' in project '" + project + "'");
+    if (!it->second->info.has_graph) return Status::NotFound("run '" + run + "' has no graph");
+  }
+  return store_->GetGraph(project, run);
 }
 
 std::vector<std::vector<std::pair<std::string, Point>>> Engine::LatestValues(

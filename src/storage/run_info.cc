@@ -32,7 +32,10 @@ nlohmann::json RunInfo::ToJson() const {
                         {"start_time", start_time},
                         {"end_time", end_time},
                         {"last_write_time", last_write_time},
-                        {"host", host}};
+                        {"host", host},
+                        {"last_heartbeat", last_heartbeat},
+                        {"heartbeat_interval", heartbeat_interval},
+                        {"has_graph", has_graph}};
 }
 
 Result<RunInfo> RunInfo::FromJson(const nlohmann::json& j) {
@@ -51,6 +54,9 @@ Result<RunInfo> RunInfo::FromJson(const nlohmann::json& j) {
     info.end_time = j.value("end_time", 0.0);
     info.last_write_time = j.value("last_write_time", 0.0);
     info.host = j.value("host", "");
+    info.last_heartbeat = j.value("last_heartbeat", 0.0);
+    info.heartbeat_interval = j.value("heartbeat_interval", 0.0);
+    info.has_graph = j.value("has_graph", false);
   } catch (const nlohmann::json::exception& e) {
     return Status::Corruption(std::string("run record: ") + e.what());
   }

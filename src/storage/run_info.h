@@ -29,6 +29,11 @@ struct RunInfo {
   double end_time = 0;    // 0 while running
   double last_write_time = 0;  // time of the newest point
   std::string host;
+  // Liveness: the server's time of the newest heartbeat, and the interval the writer promised
+  // (0: the writer sends no heartbeats, and the run is never declared crashed for silence).
+  double last_heartbeat = 0;
+  double heartbeat_interval = 0;
+  bool has_graph = false;  // a model graph is stored for the run (under its own key)
 
   nlohmann::json ToJson() const;
   static Result<RunInfo> FromJson(const nlohmann::json& j);

@@ -287,3 +287,29 @@ def test_torn_wal_tail_is_repaired(server):
         server.kill9()
         server.start()
         check_export(server, {"writer0": expected_points(0, first_steps)})
+
+
+def test_sequenced_batches_in_the_unsealed_head_survive_kill9(server):
+    """Batches with a writer id and sequence (the SDK's) whose points are still in memory heads
+    when the server dies: replay must apply them, not take them for already-applied duplicates."""
+    import ingest_pb
+    pb = ingest_pb.load()
+
+    def request(seq):
+        req = pb.WriteRequest(writer_id="w-kill9", sequence=seq)
+        batch = req.runs.add(project="dur", run="seq")
+        steps = range((seq - 1) * 10, seq * 10)
+        batch.steps.extend(steps)
+        batch.times.extend(T0 + s for s in steps)
+        batch.metrics.add(name="loss", values=[s / 3.0 for s in steps])
+        return req
+
+    for seq in range(1, 31):  # 300 points: fewer than a chunk, so all in the head
+        r = ingest_pb.post(server, request(seq))
+        assert r.status == 200, r
+    server.restart(kill=True)
+    series = server.get_json("/api/v1/series", {"project": "dur", "run": "seq", "metric": "loss"})
+    assert [p[0] for p in series["series"][0]["points"]] == list(range(300))
+    again = ingest_pb.post(server, request(30)).json()
+    assert again["duplicate_batch"] is True
+    assert ingest_pb.post(server, request(31)).json()["duplicate_batch"] is False

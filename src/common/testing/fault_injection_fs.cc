@@ -132,6 +132,12 @@ Status FaultInjectionFileSystem::RemoveFile(const std::string& path) {
   return Status::Ok();
 }
 
+Status FaultInjectionFileSystem::RemoveDir(const std::string& dir) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (down_) return Down();
+  return base_.RemoveDir(dir);
+}
+
 Status FaultInjectionFileSystem::RenameFile(const std::string& from, const std::string& to) {
   std::lock_guard<std::mutex> lock(mu_);
   if (down_) return Down();

@@ -43,6 +43,7 @@ class FaultInjectionFileSystem final : public FileSystem {
   Result<std::vector<std::string>> ListDir(const std::string& dir) override;
   Status CreateDirs(const std::string& dir) override;
   Status RemoveFile(const std::string& path) override;
+  Status RemoveDir(const std::string& dir) override;
   Status RenameFile(const std::string& from, const std::string& to) override;
   Status Truncate(const std::string& path, uint64_t size) override;
   Status SyncDir(const std::string& dir) override;

@@ -1,0 +1,278 @@
+// The client against a real in-process server: delivery, outages, restarts, offline spools and
+// `sync`, overflow, system metrics with a fake NVML, heartbeats.
+#include "trainwatch/client.h"
+
+#include <chrono>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "common/file_system.h"
+#include "common/testing/temp_dir.h"
+#include "server/server.h"
+#include "spool_sync.h"
+#include "storage/engine.h"
+
+namespace trainwatch {
+namespace {
+
+using ::testing::HasSubstr;
+
+class ClientTest : public ::testing::Test {
+ protected:
+  void SetUp() override { PickPorts(); }
+
+  // Starts a server once on free ports and remembers them, so restarts use the same ones.
+  void PickPorts() {
+    StartServer();
+    http_port_ = server_->http_port();
+    grpc_port_ = server_->grpc_port();
+    StopServer();
+  }
+  void StartServer() {
+    server::ServerConfig config;
+    config.data_dir = dir_.Join("data");
+    config.listen = {"127.0.0.1", http_port_};
+    config.grpc_listen = {"127.0.0.1", grpc_port_};
+    config.log_level = LogLevel::kError;
+    auto server = server::Server::Start(config);
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    server_ = std::move(server).value();
+  }
+  void StopServer() {
+    if (server_) {
+      ASSERT_TRUE(server_->Shutdown().ok());
+    }
+    server_.reset();
+  }
+  ClientOptions Options() {
+    ClientOptions o;
+    o.server = "http://127.0.0.1:" + std::to_string(http_port_);
+    o.spool_dir = dir_.Join("spool");
+    o.backoff_initial_seconds = 0.05;
+    o.backoff_max_seconds = 0.5;
+    o.flush_timeout_seconds = 10;
+    o.heartbeat_interval_seconds = 0;
+    o.on_warning = [this](const std::string& w) {
+      std::lock_guard lock(warnings_mu_);
+      warnings_.push_back(w);
+    };
+    return o;
+  }
+  static RunOptions Quiet(std::string id) {
+    RunOptions r;
+    r.project = "p";
+    r.id = std::move(id);
+    r.system_metrics_interval_seconds = 0;
+    return r;
+  }
+  std::vector<storage::Point> Read(const std::string& run, const std::string& metric) {
+    std::vector<storage::Point> points;
+    Status s = server_->engine().ReadSeries({"p", run, metric}, {}, &points);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return points;
+  }
+  // Logs steps [from, to) of loss = step and acc = -step.
+  static void LogSteps(trainwatch::Run& run, int64_t from, int64_t to) {
+    for (int64_t step = from; step < to; ++step) {
+      run.Log(step, {{"loss", double(step)}, {"acc", -double(step)}});
+    }
+  }
+  void ExpectExactlySteps(const std::string& run, int64_t n) {
+    for (const char* metric : {"loss", "acc"}) {
+      auto points = Read(run, metric);
+      ASSERT_EQ(points.size(), size_t(n)) << metric;
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_EQ(points[i].step, i);
+        ASSERT_EQ(points[i].value, std::string(metric) == "loss" ? double(i) : -double(i));
+      }
+    }
+    auto metrics = server_->engine().ListMetrics("p", run);
+    for (const auto& m : metrics) EXPECT_EQ(m.timelines, 1u) << m.name << ": a point was applied twice";
+  }
+  std::vector<std::string> Warnings() {
+    std::lock_guard lock(warnings_mu_);
+    return warnings_;
+  }
+
+  test::TempDir dir_;
+  uint16_t http_port_ = 0;
+  uint16_t grpc_port_ = 0;
+  std::unique_ptr<server::Server> server_;
+  std::mutex warnings_mu_;
+  std::vector<std::string> warnings_;
+};
+
+TEST_F(ClientTest, DeliversOverGrpcWithMetadataAndFinish) {
+  StartServer();
+  Client client(Options());
+  RunOptions options = Quiet("r1");
+  options.name = "first";
+  options.tags = {"a"};
+  options.config_json = R"({"lr":0.1})";
+  auto run = client.StartRun(options);
+  LogSteps(*run, 0, 10000);
+  run->Finish();
+  ASSERT_TRUE(client.Flush(20));
+  ExpectExactlySteps("r1", 10000);
+  auto info = server_->engine().GetRun("p", "r1");
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->name, "first");
+  EXPECT_EQ(info->status, storage::RunStatus::kFinished);
+  EXPECT_EQ(info->config["lr"], 0.1);
+  ClientStats stats = client.Stats();
+  EXPECT_EQ(stats.transport, "grpc");
+  EXPECT_EQ(stats.points_logged, 20000u);
+  EXPECT_EQ(stats.points_acked, 20000u);
+  EXPECT_EQ(stats.points_dropped, 0u);
+  EXPECT_TRUE(Warnings().empty());
+}
+
+TEST_F(ClientTest, DeliversOverHttp) {
+  StartServer();
+  ClientOptions o = Options();
+  o.transport = Transport::kHttp;
+  Client client(o);
+  auto run = client.StartRun(Quiet("h"));
+  LogSteps(*run, 0, 3000);
+  ASSERT_TRUE(client.Flush(20));
+  EXPECT_EQ(client.Stats().transport, "http");
+  ExpectExactlySteps("h", 3000);
+}
+
+TEST_F(ClientTest, ServerDownAtStartThenRestartedMidRunEveryPointArrivesOnce) {
+  Client client(Options());
+  auto run = client.StartRun(Quiet("outage"));
+  LogSteps(*run, 0, 2000);  // nobody listening
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_FALSE(client.Stats().connected);
+  EXPECT_GT(client.Stats().points_spooled, 0u);
+  StartServer();
+  LogSteps(*run, 2000, 4000);
+  ASSERT_TRUE(client.Flush(20));
+  StopServer();  // a restart in the middle of the run
+  LogSteps(*run, 4000, 6000);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  StartServer();
+  LogSteps(*run, 6000, 8000);
+  ASSERT_TRUE(client.Flush(20));
+  ExpectExactlySteps("outage", 8000);
+  EXPECT_GE(client.Stats().reconnects, 2u);
+  auto warnings = Warnings();
+  ASSERT_FALSE(warnings.empty());
+  EXPECT_THAT(warnings[0], HasSubstr("cannot reach the trainwatch server"));
+}
+
+TEST_F(ClientTest, OfflineSpoolIsUploadedBySyncExactlyOnce) {
+  ClientOptions o = Options();
+  o.mode = Mode::kOffline;
+  std::string spool;
+  {
+    Client client(o);
+    spool = client.spool_path();
+    auto run = client.StartRun(Quiet("offline"));
+    LogSteps(*run, 0, 5000);
+    run->Finish();
+  }
+  ASSERT_TRUE(PosixFileSystem().Exists(spool));
+  // A copy of the spool, to sync a second time later (as if someone ran sync twice).
+  std::string copy = dir_.Join("copy/" + spool.substr(spool.rfind('/') + 1));
+  ASSERT_TRUE(PosixFileSystem().CreateDirs(copy).ok());
+  auto names = PosixFileSystem().ListDir(spool);
+  ASSERT_TRUE(names.ok());
+  for (const std::string& name : names.value()) {
+    ASSERT_TRUE(WriteFileAtomic(PosixFileSystem(), copy + "/" + name, *PosixFileSystem().ReadFile(spool + "/" + name)).ok());
+  }
+  StartServer();
+  std::vector<std::string> lines;
+  auto report = sdk::SyncSpool(dir_.Join("spool"), Options(), 20, [&](const std::string& l) { lines.push_back(l); });
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(report->writers, 1);
+  EXPECT_EQ(report->writers_complete, 1);
+  EXPECT_EQ(report->points_acked, 10000u);
+  EXPECT_FALSE(PosixFileSystem().Exists(spool)) << "a delivered spool is removed";
+  ExpectExactlySteps("offline", 5000);
+  EXPECT_EQ(server_->engine().GetRun("p", "offline")->status, storage::RunStatus::kFinished);
+
+  auto again = sdk::SyncSpool(dir_.Join("copy"), Options(), 20, [](const std::string&) {});
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->batches_duplicate, again->batches_acked) << "every batch was already applied";
+  ExpectExactlySteps("offline", 5000);
+}
+
+TEST_F(ClientTest, ExitWhileTheServerIsAwayLeavesASpoolThatSyncDelivers) {
+  std::string spool;
+  {
+    ClientOptions o = Options();
+    o.flush_timeout_seconds = 0.5;
+    Client client(o);
+    spool = client.spool_path();
+    auto run = client.StartRun(Quiet("left"));
+    LogSteps(*run, 0, 1000);
+  }
+  auto warnings = Warnings();
+  ASSERT_FALSE(warnings.empty());
+  EXPECT_THAT(warnings.back(), HasSubstr("trainwatch sync " + spool));
+  StartServer();
+  auto report = sdk::SyncSpool(spool, Options(), 20, [](const std::string&) {});
+  ASSERT_TRUE(report.ok());
+  ExpectExactlySteps("left", 1000);
+}
+
+TEST_F(ClientTest, FullBufferDropsOldestAndCountsIt) {
+  ClientOptions o = Options();
+  o.mode = Mode::kOffline;
+  o.buffer_records = 64;
+  o.spool_max_bytes = 64 << 10;
+  Client client(o);
+  auto run = client.StartRun(Quiet("drops"));
+  LogSteps(*run, 0, 200000);
+  ASSERT_TRUE(client.Flush(20));
+  ClientStats stats = client.Stats();
+  EXPECT_EQ(stats.points_logged, 400000u);
+  EXPECT_GT(stats.points_dropped, 0u);
+  EXPECT_LE(stats.spool_bytes, o.spool_max_bytes);
+  EXPECT_THAT(Warnings(), testing::Contains(HasSubstr("dropped")));
+}
+
+TEST_F(ClientTest, SystemMetricsIncludeFakeGpus) {
+  StartServer();
+  Client client(Options());
+  RunOptions r = Quiet("sys");
+  r.system_metrics_interval_seconds = 0.05;
+  r.nvml_library = FAKE_NVML_PATH;
+  auto run = client.StartRun(r);
+  LogSteps(*run, 0, 3);
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  run->Finish();
+  ASSERT_TRUE(client.Flush(20));
+  auto util = Read("sys", "system/gpu/1/utilization_percent");
+  ASSERT_GE(util.size(), 2u);
+  EXPECT_EQ(util.back().value, 15.0);  // the fake reports 10 * i + 5
+  EXPECT_GE(Read("sys", "system/process_rss_bytes").back().value, 1e6);
+  ExpectExactlySteps("sys", 3);  // samples did not disturb the training steps
+}
+
+TEST_F(ClientTest, HeartbeatsStopWhenTheRunIsDroppedAndTheServerMarksItCrashed) {
+  StartServer();
+  ClientOptions o = Options();
+  o.heartbeat_interval_seconds = 0.2;
+  Client client(o);
+  {
+    auto run = client.StartRun(Quiet("dead"));
+    LogSteps(*run, 0, 10);
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    ASSERT_TRUE(client.Flush(20));
+    EXPECT_EQ(server_->engine().GetRun("p", "dead")->status, storage::RunStatus::kRunning);
+  }  // dropped without Finish: heartbeats stop
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (server_->engine().GetRun("p", "dead")->status != storage::RunStatus::kCrashed &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(server_->engine().GetRun("p", "dead")->status, storage::RunStatus::kCrashed);
+}
+
+}  // namespace
+}  // namespace trainwatch

@@ -1,0 +1,222 @@
+// The HTTP transport (POST /api/v1/write, protobuf body) and gRPC discovery (GET /api/v1/info),
+// over libcurl.
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+
+#include <curl/curl.h>
+#include <nlohmann/json.hpp>
+
+#include "connection.h"
+
+namespace trainwatch::sdk {
+namespace {
+
+void GlobalInit() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+size_t AppendBody(char* data, size_t size, size_t n, void* out) {
+  static_cast<std::string*>(out)->append(data, size * n);
+  return size * n;
+}
+
+int AbortIfCancelled(void* cancelled, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  return static_cast<std::atomic<bool>*>(cancelled)->load() ? 1 : 0;
+}
+
+std::string TrimSlash(std::string url) {
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  return url;
+}
+
+struct Reply {
+  long code = 0;
+  std::string body;
+};
+
+// One request on `curl` (reused between calls for keep-alive). Unavailable if no reply came.
+Result<Reply> Perform(CURL* curl, const std::string& url, const std::string* post_body,
+                      const ConnectOptions& options, double timeout_seconds,
+                      std::atomic<bool>* cancelled) {
+  Reply reply;
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options.connect_timeout_seconds * 1000));
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout_seconds * 1000));
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, AppendBody);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &reply.body);
+  curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, AbortIfCancelled);
+  curl_easy_setopt(curl, CURLOPT_XFERINFODATA, cancelled);
+  curl_slist* headers = nullptr;
+  if (!options.api_key.empty()) {
+    headers = curl_slist_append(headers, ("Authorization: Bearer " + options.api_key).c_str());
+  }
+  if (post_body) {
+    headers = curl_slist_append(headers, "Content-Type: application/x-protobuf");
+    headers = curl_slist_append(headers, "Expect:");
+    curl_easy_setopt(curl, CURLOPT_POST, 1L);
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, post_body->data());
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(post_body->size()));
+  } else {
+    curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);
+  }
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  CURLcode rc = curl_easy_perform(curl);
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, nullptr);
+  curl_slist_free_all(headers);
+  if (rc != CURLE_OK) {
+    return Status::Unavailable(url + ": " + curl_easy_strerror(rc));
+  }
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &reply.code);
+  return reply;
+}
+
+// Turns the server's reply to POST /api/v1/write into an ack. 2xx and 400 (some points rejected)
+// are final; anything else means nothing was stored and the batch must be sent again.
+v1::WriteAck AckFromReply(const Reply& reply, uint64_t sequence, const std::string& writer) {
+  v1::WriteAck ack;
+  ack.set_writer_id(writer);
+  ack.set_sequence(sequence);
+  nlohmann::json j = nlohmann::json::parse(reply.body, nullptr, false);
+  bool final_reply = (reply.code >= 200 && reply.code < 300) ||
+                     (reply.code == 400 && j.is_object() && j.contains("points_accepted"));
+  if (!final_reply) {
+    ack.set_refused(true);
+    std::string why = j.is_object() && j.contains("error") && j["error"].is_string()
+                          ? j["error"].get<std::string>() : reply.body.substr(0, 200);
+    ack.add_errors("HTTP " + std::to_string(reply.code) + ": " + why);
+    return ack;
+  }
+  if (j.is_object()) {
+    ack.set_points_accepted(j.value("points_accepted", uint64_t{0}));
+    ack.set_points_rejected(j.value("points_rejected", uint64_t{0}));
+    ack.set_duplicate(j.value("duplicate_batch", false));
+    if (j.contains("errors") && j["errors"].is_array()) {
+      for (const auto& e : j["errors"]) {
+        if (e.is_object() && e.contains("error") && e["error"].is_string()) ack.add_errors(e["error"].get<std::string>());
+      }
+    }
+  }
+  return ack;
+}
+
+class HttpConnection final : public Connection {
+ public:
+  explicit HttpConnection(ConnectOptions options)
+      : options_(std::move(options)), url_(TrimSlash(options_.server) + "/api/v1/write"), curl_(curl_easy_init()) {}
+  ~HttpConnection() override { curl_easy_cleanup(curl_); }
+
+  const char* name() const override { return "http"; }
+
+  bool Send(const std::string& bytes) override {
+    if (cancelled_) return false;
+    v1::WriteRequest header;  // only for the ack's writer id and sequence
+    header.ParseFromString(bytes);
+    auto reply = Perform(curl_, url_, &bytes, options_, options_.request_timeout_seconds, &cancelled_);
+    std::lock_guard lock(mu_);
+    if (!reply.ok()) {
+      error_ = reply.status().message();
+      broken_ = true;
+      cv_.notify_all();
+      return false;
+    }
+    acks_.push_back(AckFromReply(*reply, header.sequence(), header.writer_id()));
+    cv_.notify_all();
+    return true;
+  }
+
+  bool ReadAck(v1::WriteAck* ack) override {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return !acks_.empty() || broken_ || closed_ || cancelled_; });
+    if (acks_.empty() || cancelled_) return false;
+    *ack = std::move(acks_.front());
+    acks_.pop_front();
+    return true;
+  }
+
+  void CloseSend() override {
+    std::lock_guard lock(mu_);
+    closed_ = true;
+    cv_.notify_all();
+  }
+
+  void Cancel() override {
+    cancelled_ = true;
+    std::lock_guard lock(mu_);
+    cv_.notify_all();
+  }
+
+  std::string Error() override {
+    std::lock_guard lock(mu_);
+    if (cancelled_) return "cancelled";
+    return error_.empty() ? "closed" : error_;
+  }
+
+ private:
+  const ConnectOptions options_;
+  const std::string url_;
+  CURL* const curl_;  // used by the sending thread only
+  std::atomic<bool> cancelled_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<v1::WriteAck> acks_;  // GUARDED_BY(mu_)
+  bool broken_ = false;            // GUARDED_BY(mu_)
+  bool closed_ = false;            // GUARDED_BY(mu_)
+  std::string error_;              // GUARDED_BY(mu_)
+};
+
+// The host of an http(s) URL ("[::1]" stays bracketed).
+std::string HostOf(const std::string& url) {
+  size_t start = url.find("://");
+  start = start == std::string::npos ? 0 : start + 3;
+  size_t end = url.find_first_of("/?#", start);
+  std::string authority = url.substr(start, end == std::string::npos ? std::string::npos : end - start);
+  size_t at = authority.rfind('@');
+  if (at != std::string::npos) authority = authority.substr(at + 1);
+  if (!authority.empty() && authority[0] == '[') return authority.substr(0, authority.find(']') + 1);
+  return authority.substr(0, authority.find(':'));
+}
+
+}  // namespace
+
+Result<std::string> DiscoverGrpcTarget(const ConnectOptions& options) {
+  GlobalInit();
+  CURL* curl = curl_easy_init();
+  std::atomic<bool> never{false};
+  auto reply = Perform(curl, TrimSlash(options.server) + "/api/v1/info", nullptr, options,
+                       options.connect_timeout_seconds, &never);
+  curl_easy_cleanup(curl);
+  if (!reply.ok()) return reply.status();
+  if (reply->code == 401 || reply->code == 403) {
+    return Status::Unavailable("the server at " + options.server + " refused the API key (HTTP " +
+                               std::to_string(reply->code) + ")");
+  }
+  if (reply->code != 200) return std::string();  // an older server: HTTP only
+  nlohmann::json j = nlohmann::json::parse(reply->body, nullptr, false);
+  if (!j.is_object() || !j.contains("grpc") || !j["grpc"].is_string()) return std::string();
+  std::string target = j["grpc"].get<std::string>();
+  size_t colon = target.rfind(':');
+  if (colon == std::string::npos) return std::string();
+  std::string host = target.substr(0, colon);
+  if (host.empty() || host == "0.0.0.0" || host == "[::]" || host == "::") {
+    target = HostOf(options.server) + target.substr(colon);
+  }
+  return target;
+}
+
+Result<std::unique_ptr<Connection>> ConnectHttp(const ConnectOptions& options) {
+  GlobalInit();
+  CURL* curl = curl_easy_init();
+  std::atomic<bool> never{false};
+  auto reply = Perform(curl, TrimSlash(options.server) + "/healthz", nullptr, options,
+                       options.connect_timeout_seconds, &never);
+  curl_easy_cleanup(curl);
+  if (!reply.ok()) return reply.status();
+  return std::unique_ptr<Connection>(new HttpConnection(options));
+}
+
+}  // namespace trainwatch::sdk

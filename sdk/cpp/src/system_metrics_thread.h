@@ -1,0 +1,35 @@
+// SystemMetricsThread: samples the machine (system/... series: CPU, memory, disk and network I/O,
+// GPUs through NVML) at a fixed interval and logs each sample into a run as a sampled row (sample
+// number, not training step). Stops when destroyed.
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace trainwatch::sdk {
+
+class SystemMetricsThread {
+ public:
+  using Sink = std::function<void(int64_t sample, const std::vector<std::pair<std::string, double>>& values,
+                                  double unix_time)>;
+  SystemMetricsThread(double interval_seconds, std::string nvml_library, Sink sink);
+  ~SystemMetricsThread();
+  SystemMetricsThread(const SystemMetricsThread&) = delete;
+  SystemMetricsThread& operator=(const SystemMetricsThread&) = delete;
+
+ private:
+  void Loop(double interval_seconds, std::string nvml_library);
+
+  Sink sink_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;  // GUARDED_BY(mu_)
+  std::thread thread_;
+};
+
+}  // namespace trainwatch::sdk

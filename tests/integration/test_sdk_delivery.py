@@ -1,0 +1,149 @@
+"""The SDK's delivery promise against real processes: a training process (the Python SDK, in a
+child process) logging through server outages, a kill -9, and a frozen (SIGSTOPped) server.
+
+Needs the Python package of the build: PYTHONPATH=<build>/python, set by scripts/test.sh; the
+tests skip when it cannot be imported.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import REPO
+
+PYTHON = os.environ.get("TRAINWATCH_PYTHON", "/usr/bin/python3")
+BUILD_PYTHON = os.environ.get("TRAINWATCH_PYTHONPATH", os.path.join(os.path.dirname(os.path.dirname(
+    os.environ.get("TRAINWATCH_BIN", os.path.join(REPO, "build", "bin", "trainwatch")))), "python"))
+
+# The training process: logs `steps` steps of four metrics at `rate` steps/s, measuring each
+# log() call, its RSS and the client's counters every half second; prints one JSON report.
+CHILD = r'''
+import json, os, sys, time, warnings
+import trainwatch as tw
+
+args = json.loads(sys.argv[1])
+caught = []
+warnings.showwarning = lambda message, *a, **k: caught.append(str(message))
+
+def rss_bytes():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+run = tw.init(project="sdk", id=args["run"], server=args["server"], system_metrics=False,
+              **args.get("options", {}))
+latencies, samples = [], []
+start = time.monotonic()
+next_sample = start
+for step in range(args["steps"]):
+    due = start + step / args["rate"]
+    while time.monotonic() < due:
+        pass
+    t0 = time.perf_counter_ns()
+    run.log({"loss": 1.0 / (step + 1), "acc": step * 1e-6, "lr": 0.5 ** (step % 7), "tick": float(step)},
+            step=step)
+    latencies.append((time.monotonic() - start, time.perf_counter_ns() - t0))
+    if time.monotonic() >= next_sample:
+        next_sample += 0.5
+        s = run.stats()
+        samples.append({"t": time.monotonic() - start, "rss": rss_bytes(), "spool": s["spool_bytes"],
+                        "memory": s["memory_bytes"], "connected": s["connected"]})
+run.finish()
+print(json.dumps({"latencies": latencies, "samples": samples, "stats": run.stats(), "warnings": caught}))
+'''
+
+
+def have_sdk():
+    env = dict(os.environ, PYTHONPATH=BUILD_PYTHON)
+    return subprocess.run([PYTHON, "-c", "import trainwatch"], env=env, capture_output=True).returncode == 0
+
+
+pytestmark = pytest.mark.skipif(not have_sdk(), reason="the Python SDK is not built (%s)" % BUILD_PYTHON)
+
+
+def start_child(tmp_path, server, run, steps, rate, options=None):
+    env = dict(os.environ, PYTHONPATH=BUILD_PYTHON, TRAINWATCH_SPOOL_DIR=str(tmp_path / "spool"))
+    args = {"server": server.url, "run": run, "steps": steps, "rate": rate, "options": options or {}}
+    return subprocess.Popen([PYTHON, "-c", CHILD, json.dumps(args)], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+
+
+def finish_child(child, timeout):
+    out, err = child.communicate(timeout=timeout)
+    assert child.returncode == 0, err.decode()
+    return json.loads(out.decode().strip().splitlines()[-1]), err.decode()
+
+
+def assert_every_step_once(server, run, steps):
+    listing = server.get_json("/api/v1/metrics", {"project": "sdk", "run": run})
+    metrics = {m["name"]: m for m in (listing["metrics"] if isinstance(listing, dict) else listing)}
+    for name in ("loss", "acc", "lr", "tick"):
+        assert metrics[name]["count"] == steps, (name, metrics[name])
+        assert metrics[name]["timelines"] == 1, "a point was applied twice: %r" % metrics[name]
+    series = server.get_json("/api/v1/series", {"project": "sdk", "run": run, "metric": "tick"})
+    points = series["points"] if "points" in series else series["series"][0]["points"]
+    steps_seen = [p[0] if isinstance(p, list) else p["step"] for p in points]
+    values = [p[2] if isinstance(p, list) else p["value"] for p in points]
+    assert steps_seen == list(range(steps))
+    assert values == [float(s) for s in range(steps)]
+
+
+def test_down_at_start_then_up_then_killed_and_restarted_every_point_arrives_once(server_factory, tmp_path):
+    server = server_factory(start=False)
+    steps, rate = 6000, 250  # 24 s of training
+    child = start_child(tmp_path, server, "outages", steps, rate)
+    time.sleep(10)  # the server is down for the first 10 s
+    server.start()
+    time.sleep(6)
+    server.kill9()  # killed mid-run ...
+    time.sleep(2)
+    server.start()  # ... and restarted on the same data
+    report, _ = finish_child(child, timeout=120)
+    assert report["stats"]["points_dropped"] == 0
+    assert report["stats"]["points_acked"] == steps * 4
+    assert report["stats"]["reconnects"] >= 2
+    unreachable = [w for w in report["warnings"] if "cannot reach" in w]
+    assert len(unreachable) >= 1
+    assert report["warnings"][0].count("cannot reach") == 1, report["warnings"]
+    assert_every_step_once(server, "outages", steps)
+    run = server.get_json("/api/v1/run", {"project": "sdk", "run": "outages"})
+    assert (run.get("run") or run)["status"] == "finished"
+
+
+def test_frozen_server_log_latency_stays_flat_and_memory_bounded(server_factory, tmp_path):
+    server = server_factory()
+    steps, rate = 60000, 5000  # 12 s, 20,000 points/s
+    options = {"memory_max_bytes": 2 << 20, "ack_timeout_seconds": 2.0}
+    child = start_child(tmp_path, server, "frozen", steps, rate, options)
+    time.sleep(3)
+    server.proc.send_signal(signal.SIGSTOP)
+    frozen_at = time.monotonic()
+    time.sleep(6)
+    server.proc.send_signal(signal.SIGCONT)
+    frozen_for = time.monotonic() - frozen_at
+    report, _ = finish_child(child, timeout=120)
+
+    def p99(window):
+        lat = sorted(ns for t, ns in report["latencies"] if window[0] <= t < window[1])
+        assert len(lat) > 1000, window
+        return lat[int(len(lat) * 0.99)]
+
+    before, during = p99((0.5, 2.5)), p99((3.5, 3.0 + frozen_for - 0.5))
+    # "Flat": the p99 of a log() call while the server is frozen stays within a small factor of
+    # the p99 before it (both are a few microseconds of Python; a blocking call would be seconds).
+    assert during < max(4 * before, 50_000), (before, during)
+    frozen_samples = [s for s in report["samples"] if 3.5 <= s["t"] < 3.0 + frozen_for]
+    baseline = [s["rss"] for s in report["samples"] if s["t"] < 3.0]
+    growth = max(s["rss"] for s in frozen_samples) - max(baseline)
+    # 120,000 points logged while frozen; memory for batches is capped at 2 MiB, the rest spools.
+    assert growth < 32 << 20, growth
+    assert max(s["memory"] for s in frozen_samples) <= 2 << 20
+    assert max(s["spool"] for s in frozen_samples) > 0, "nothing was spooled while the server was frozen"
+    assert report["stats"]["points_dropped"] == 0
+    assert_every_step_once(server, "frozen", steps)
