@@ -13,4 +13,8 @@ echo "== C++ unit tests"
 echo "== integration tests (real server processes)"
 TRAINWATCH_BIN="$(pwd)/$BUILD_DIR/bin/trainwatch" "$PYTHON" -m pytest -q tests/integration || status=1
 
+echo "== Python SDK tests (real server, real PyTorch training)"
+PYTHONPATH="$(pwd)/$BUILD_DIR/python" TRAINWATCH_BIN="$(pwd)/$BUILD_DIR/bin/trainwatch" \
+  TRAINWATCH_BUILD_DIR="$(pwd)/$BUILD_DIR" "$PYTHON" -m pytest -q sdk/python/tests || status=1
+
 exit $status

@@ -1,17 +1,14 @@
 """The SDK's delivery promise against real processes: a training process (the Python SDK, in a
 child process) logging through server outages, a kill -9, and a frozen (SIGSTOPped) server.
 
-Needs the Python package of the build: PYTHONPATH=<build>/python, set by scripts/test.sh; the
-tests skip when it cannot be imported.
+Needs the Python package of the build, <build>/python beside <build>/bin/trainwatch (or
+TRAINWATCH_PYTHONPATH); without it the tests fail, saying so.
 """
 import json
 import os
 import signal
 import subprocess
-import sys
 import time
-
-import pytest
 
 from conftest import REPO
 
@@ -59,16 +56,10 @@ print(json.dumps({"latencies": latencies, "samples": samples, "stats": run.stats
 '''
 
 
-def have_sdk():
-    env = dict(os.environ, PYTHONPATH=BUILD_PYTHON)
-    return subprocess.run([PYTHON, "-c", "import trainwatch"], env=env, capture_output=True).returncode == 0
-
-
-pytestmark = pytest.mark.skipif(not have_sdk(), reason="the Python SDK is not built (%s)" % BUILD_PYTHON)
-
-
 def start_child(tmp_path, server, run, steps, rate, options=None):
     env = dict(os.environ, PYTHONPATH=BUILD_PYTHON, TRAINWATCH_SPOOL_DIR=str(tmp_path / "spool"))
+    probe = subprocess.run([PYTHON, "-c", "import trainwatch"], env=env, capture_output=True)
+    assert probe.returncode == 0, "the Python SDK is not built in %s: %s" % (BUILD_PYTHON, probe.stderr.decode())
     args = {"server": server.url, "run": run, "steps": steps, "rate": rate, "options": options or {}}
     return subprocess.Popen([PYTHON, "-c", CHILD, json.dumps(args)], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)

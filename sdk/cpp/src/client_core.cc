@@ -107,7 +107,7 @@ void ClientCore::Enqueue(const Record& record) {
     case OverflowPolicy::kBlock:
       while (!queue_.TryPush(record)) {
         if (closed()) return;
-        std::this_thread::yield();
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
       }
       points_logged_.fetch_add(record.count, std::memory_order_relaxed);
       return;
@@ -141,7 +141,7 @@ void ClientCore::Warn(const std::string& message) {
   }
 }
 
-bool ClientCore::Flush(double timeout_seconds) {
+bool ClientCore::Flush(double timeout_seconds, bool give_up_when_unreachable) {
   auto deadline = std::chrono::steady_clock::now() +
                   std::chrono::microseconds(static_cast<int64_t>(timeout_seconds * 1e6));
   {
@@ -155,15 +155,21 @@ bool ClientCore::Flush(double timeout_seconds) {
   }
   if (options_.mode == Mode::kOffline) return true;
   std::unique_lock lock(sender_mu_);
+  const uint64_t failures_before = connect_failures_;
+  if (give_up_when_unreachable && !connected_.load()) retry_now_ = true;  // try once more, now
   sender_cv_.notify_all();
-  return acked_cv_.wait_until(lock, deadline, [&] { return outbox_->Empty() || sender_stop_; }) &&
+  return acked_cv_.wait_until(lock, deadline, [&] {
+           return outbox_->Empty() || sender_stop_ ||
+                  (give_up_when_unreachable && !connected_.load() && connect_failures_ > failures_before);
+         }) &&
          outbox_->Empty();
 }
 
 void ClientCore::Close() {
   std::lock_guard close_lock(close_mu_);
   if (batcher_.joinable() == false && !sender_.joinable()) return;
-  if (options_.mode == Mode::kOnline) Flush(options_.flush_timeout_seconds);
+  // The server may be away: then one more connection attempt decides, not the whole timeout.
+  if (options_.mode == Mode::kOnline) Flush(options_.flush_timeout_seconds, /*give_up_when_unreachable=*/true);
   closed_.store(true);
   {
     std::lock_guard lock(control_mu_);

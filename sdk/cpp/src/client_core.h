@@ -59,7 +59,9 @@ class ClientCore {
   void AddRunBatch(v1::RunBatch batch, bool after_rows);
   void RegisterRun(std::shared_ptr<RunState> run);
 
-  bool Flush(double timeout_seconds);
+  // Waits until everything logged so far is acknowledged (offline: spooled). With
+  // `give_up_when_unreachable`, also stops once a connection attempt made after the call failed.
+  bool Flush(double timeout_seconds, bool give_up_when_unreachable = false);
   void Close();
   ClientStats Stats() const;
   const std::string& writer_id() const { return writer_id_; }
@@ -125,6 +127,8 @@ class ClientCore {
   std::string transport_;               // GUARDED_BY(sender_mu_)
   std::string last_error_;              // GUARDED_BY(sender_mu_)
   bool warned_unreachable_ = false;     // GUARDED_BY(sender_mu_)
+  bool retry_now_ = false;              // GUARDED_BY(sender_mu_): skip the backoff wait once
+  uint64_t connect_failures_ = 0;       // GUARDED_BY(sender_mu_)
   int failures_ = 0;                    // sender thread only
   std::mt19937_64 rng_;                 // sender thread only
   std::thread sender_;

@@ -38,8 +38,13 @@ void ClientCore::SenderLoop() {
       double now = MonotonicNow();
       if (now < next_attempt) {
         std::unique_lock lock(sender_mu_);
-        sender_cv_.wait_for(lock, std::chrono::duration<double>(next_attempt - now), [&] { return sender_stop_; });
-        continue;
+        sender_cv_.wait_for(lock, std::chrono::duration<double>(next_attempt - now),
+                            [&] { return sender_stop_ || retry_now_; });
+        if (!retry_now_) continue;
+      }
+      {
+        std::lock_guard lock(sender_mu_);
+        retry_now_ = false;
       }
       auto connected = Connect(connect);
       if (!connected.ok()) {
@@ -51,6 +56,8 @@ void ClientCore::SenderLoop() {
           last_error_ = connected.status().message();
           warn = !warned_unreachable_;
           warned_unreachable_ = true;
+          ++connect_failures_;
+          acked_cv_.notify_all();
         }
         if (warn) {
           Warn("cannot reach the trainwatch server at " + options_.server + " (" + connected.status().message() +

@@ -84,8 +84,9 @@ struct ClientOptions {
   // Close() (and the destructor) waits at most this long for the server to take everything; what
   // is left stays in the spool, and a warning says where.
   double flush_timeout_seconds = 30;
-  // Warnings (server unreachable, points dropped, points rejected by the server) go here, called
-  // from the SDK's threads; when empty they go to stderr.
+  // Warnings (server unreachable, points dropped, points rejected by the server, data left in the
+  // spool at exit) go here; when empty they go to stderr. Called from the SDK's threads and also
+  // from Log() (buffer full), Close() and the Client constructor: keep it short and non-blocking.
   std::function<void(const std::string&)> on_warning;
 };
 
@@ -148,7 +149,8 @@ class Client {
   // Waits until everything logged so far is acknowledged (or spooled, offline) or `timeout_seconds`
   // passed. Returns true if everything was delivered.
   bool Flush(double timeout_seconds);
-  // Flushes with options.flush_timeout_seconds, then stops sending; what is left stays spooled.
+  // Flushes with options.flush_timeout_seconds (but gives up after one more failed connection
+  // attempt when the server is unreachable), then stops sending; what is left stays spooled.
   // Later Log() calls are ignored. Idempotent.
   void Close();
 

@@ -1,0 +1,298 @@
+"""`Run`: one training run, logged through the C++ client.
+
+Nothing a Run does in the training loop raises: values that cannot be logged are skipped with a
+warning (once per metric name), and a server that cannot be reached is reported once per run with
+a `TrainwatchWarning` while the client keeps the data in its spool.
+"""
+import operator
+import time as _time
+import warnings
+from collections.abc import MutableMapping
+
+from . import _jsonable
+
+# How often Run.log passes on the C++ client's warnings (they are queued until then).
+_WARNING_CHECK_INTERVAL_SECONDS = 1.0
+# The starts of two of the C++ client's warnings (sdk/cpp/src/sender.cc, client_core.cc).
+_UNREACHABLE = "cannot reach the trainwatch server"
+_LEFT_IN_SPOOL = "not everything reached the server"
+
+
+class TrainwatchWarning(UserWarning):
+    """Everything the SDK warns about: an unreachable server, dropped points, skipped values."""
+
+
+def _warn(message, stacklevel=3):
+    """Warns as if from the caller of the public method (stacklevel counts from here)."""
+    warnings.warn(message, TrainwatchWarning, stacklevel=stacklevel)
+
+
+class Config(MutableMapping):
+    """The run's config as a dict; every change is sent to the server (merged into its config).
+
+    Keys cannot be removed: the server merges configs and has no deletion."""
+
+    def __init__(self, run, initial):
+        self._run = run
+        self._data = initial
+
+    def __getitem__(self, key):
+        return self._data[key]
+
+    def __setitem__(self, key, value):
+        self._run.set_config({key: value})
+
+    def __delitem__(self, key):
+        raise TypeError("config keys cannot be removed")
+
+    def __iter__(self):
+        return iter(self._data)
+
+    def __len__(self):
+        return len(self._data)
+
+    def update(self, *args, **kwargs):
+        self._run.set_config(dict(*args, **kwargs))
+
+    def __repr__(self):
+        return "Config(%r)" % (self._data,)
+
+
+class Run:
+    """A run started by `trainwatch.init()`. Thread-safe as far as the C++ client is; the step
+    counter is a plain attribute (updated under the GIL).
+
+    A Run is a context manager: leaving the `with` block finishes it, as "crashed" when an
+    exception is leaving the block, else "finished".
+    """
+
+    def __init__(self, client, native, options, config, on_finish=None):
+        self._client = client  # _trainwatch.Client, owned by this run (closed by finish())
+        self._native = native  # _trainwatch.Run
+        self._native_log = native.log
+        self._flush_timeout_seconds = options.flush_timeout_seconds
+        self._step = -1
+        self._config = Config(self, config)
+        self._finished = False
+        self._rejected = set()     # metric names already warned about
+        self._warned_unreachable = False
+        self._next_check = _time.monotonic() + _WARNING_CHECK_INTERVAL_SECONDS
+        self._finish_hooks = []    # callables run at the start of finish() (trainwatch.watch)
+        self._on_finish = on_finish
+
+    # -- identity ---------------------------------------------------------------------------------
+
+    @property
+    def project(self):
+        return self._native.project
+
+    @property
+    def id(self):
+        return self._native.id
+
+    @property
+    def step(self):
+        """The step of the last `log()` call; -1 before the first."""
+        return self._step
+
+    @property
+    def config(self):
+        return self._config
+
+    @property
+    def finished(self):
+        return self._finished
+
+    @property
+    def spool_path(self):
+        return self._client.spool_path
+
+    def stats(self):
+        """The client's counters (ClientStats in client.h) as a dict."""
+        return self._client.stats()
+
+    # -- logging ----------------------------------------------------------------------------------
+
+    def log(self, metrics, step=None, time=None):
+        """Logs `metrics` (name -> number) at `step`, by default the last step + 1 (0 first).
+
+        Values may be float, int, bool, numpy scalars or one-element tensors (reading a CUDA
+        tensor waits for the GPU). Others (strings, multi-element tensors, ...) are skipped with
+        one warning per name. `time`: unix seconds, default now. Never raises."""
+        if step is None:
+            step = self._step + 1
+        elif type(step) is not int:
+            try:
+                step = operator.index(step)
+            except TypeError:
+                _warn("trainwatch: step must be an integer, got %r; not logged" % (step,))
+                return
+        if step < 0:
+            _warn("trainwatch: step must not be negative, got %d; not logged" % step)
+            return
+        self._step = step
+        if type(metrics) is not dict or (time is not None and type(time) is not float):
+            metrics, time = self._coerce(metrics, time)
+            if metrics is None:
+                return
+        try:
+            rejected = self._native_log(metrics, step, time)
+        except TypeError:  # a step beyond int64
+            _warn("trainwatch: step %d is out of range; not logged" % step)
+            return
+        if rejected is not None:
+            self._warn_rejected(rejected, metrics)
+        now = _time.monotonic()
+        if now >= self._next_check:
+            self._next_check = now + _WARNING_CHECK_INTERVAL_SECONDS
+            self._report_warnings()
+
+    def _log_at(self, metrics, step):
+        """Logs `metrics` (a dict of floats) at `step` without moving the step counter: the
+        measurements of trainwatch.watch, which follow the user's steps."""
+        if not self._finished:
+            self._native_log(metrics, step, None)
+
+    def _log_histogram_at(self, name, edges, counts, step):
+        """Logs a histogram known to be well formed (trainwatch.watch) without checks."""
+        if not self._finished:
+            self._native.log_histogram(step, name, edges, counts)
+
+    def _coerce(self, metrics, time):
+        try:
+            metrics = dict(metrics)
+        except (TypeError, ValueError):
+            _warn("trainwatch: log() takes a dict of metrics, got %s; not logged"
+                  % type(metrics).__name__)
+            return None, None
+        if time is not None:
+            try:
+                time = float(time)
+            except (TypeError, ValueError):
+                _warn("trainwatch: time must be unix seconds, got %r; logged with the current "
+                      "time" % (time,))
+                time = None
+        return metrics, time
+
+    def _warn_rejected(self, keys, metrics):
+        for key in keys:
+            if key in self._rejected:
+                continue
+            self._rejected.add(key)
+            value = metrics.get(key)
+            if not isinstance(key, str):
+                why = "metric names must be str, got %s" % type(key).__name__
+            else:
+                why = "value is not one number: %s" % _describe(value)
+            _warn("trainwatch: metric %r skipped (%s); later values of it are skipped without "
+                  "a warning" % (key, why), stacklevel=4)
+
+    def log_histogram(self, name, values, step=None, bins=64):
+        """Logs a histogram named `name` at `step` (default: the current step, see `step`).
+
+        `values`: raw values (list, numpy array, tensor; non-finite ones are left out) binned into
+        `bins` equal-width bins, or a pair (edges, counts) with len(edges) == len(counts) + 1.
+        A bad histogram is skipped with a warning."""
+        from . import _histogram
+        if step is None:
+            step = max(self._step, 0)
+        try:
+            if isinstance(values, tuple) and len(values) == 2:
+                edges, counts = _histogram.check(*values)
+            else:
+                computed = _histogram.from_values(values, bins)
+                if computed is None:
+                    return  # nothing finite to count
+                edges, counts = computed
+            self._native.log_histogram(operator.index(step), str(name), edges, counts)
+        except Exception as e:  # never into the training loop
+            _warn("trainwatch: histogram %r skipped: %s" % (name, e))
+
+    def set_config(self, config):
+        """Merges `config` (a dict, argparse.Namespace or dataclass) into the run's config.
+        Values that are not JSON become numbers, lists or their str()."""
+        update = _jsonable.to_json_object(config)
+        _jsonable.merge(self._config._data, update)
+        self._native.set_config(_jsonable.dumps(update))
+
+    def set_tags(self, tags, replace=False):
+        """Adds `tags` to the run's tags (replaces them with replace=True)."""
+        if isinstance(tags, str):
+            tags = [tags]
+        self._native.set_tags([str(t) for t in tags], bool(replace))
+
+    def set_graph(self, graph):
+        """Sets the run's model graph: a JSON string or a JSON-serialisable dict."""
+        if not isinstance(graph, str):
+            graph = _jsonable.dumps(_jsonable.to_jsonable(graph))
+        self._native.set_graph(graph)
+
+    # -- delivery ---------------------------------------------------------------------------------
+
+    def flush(self, timeout=None):
+        """Waits until everything logged so far is acknowledged by the server (or spooled, in
+        offline mode), at most `timeout` seconds (default: the client's flush timeout).
+        Returns True if everything was delivered."""
+        if self._finished:
+            return True
+        delivered = self._client.flush(self._flush_timeout_seconds if timeout is None
+                                       else float(timeout))
+        self._report_warnings()
+        return delivered
+
+    def finish(self, status="finished"):
+        """Marks the run finished ("finished" or "crashed"), delivers what is left within the
+        client's flush timeout and closes the client; what could not be delivered stays in the
+        spool (one warning says where). Idempotent; later log() calls are ignored."""
+        if self._finished:
+            return
+        for hook in list(self._finish_hooks):
+            try:
+                hook()
+            except Exception as e:  # a watch hook must not keep the run from finishing
+                _warn("trainwatch: %s while finishing: %s" % (type(e).__name__, e))
+        self._finished = True
+        self._native.finish(status)
+        self._client.close()
+        self._report_warnings()
+        if self._on_finish is not None:
+            self._on_finish(self)
+
+    def _add_finish_hook(self, hook):
+        self._finish_hooks.append(hook)
+
+    def _remove_finish_hook(self, hook):
+        if hook in self._finish_hooks:
+            self._finish_hooks.remove(hook)
+
+    def _report_warnings(self):
+        """Re-issues the C++ client's queued warnings as TrainwatchWarnings. An unreachable
+        server is reported once: after "cannot reach the server" the exit-time note that data
+        was left in the spool (the same directory) is not repeated."""
+        for message in self._client.take_warnings():
+            if message.startswith(_UNREACHABLE):
+                self._warned_unreachable = True
+            elif message.startswith(_LEFT_IN_SPOOL) and self._warned_unreachable:
+                continue
+            _warn("trainwatch: " + message, stacklevel=4)
+
+    # -- context manager --------------------------------------------------------------------------
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.finish("crashed" if exc_type is not None else "finished")
+        return False
+
+    def __repr__(self):
+        return "<trainwatch.Run %s/%s step=%d%s>" % (
+            self.project, self.id, self._step, " finished" if self._finished else "")
+
+
+def _describe(value):
+    shape = getattr(value, "shape", None)
+    if shape is not None:
+        return "%s of shape %s" % (type(value).__name__, tuple(shape))
+    text = repr(value)
+    return "%s %s" % (type(value).__name__, text if len(text) <= 40 else text[:37] + "...")

@@ -1,0 +1,368 @@
+"""PyTorch integration: `watch(model)` logs the health of a model's gradients and weights.
+
+What it logs, and under which names (grad_norm, grad_norm/<layer>, param_norm/...,
+update_ratio/..., histograms gradients/<param> and weights/<param>, the model graph): the table
+in sdk/python/README.md, the one place the names are listed. <layer> is the qualified name of
+the module owning a parameter (ROOT_LAYER for the model's own parameters), <param> the
+parameter's qualified name.
+
+How it works. Torch 1.13 has no post-accumulate-grad or optimizer hooks, so:
+  * every parameter gets a tensor hook whose only job is to queue a callback for the end of the
+    backward pass (autograd's final callbacks; with torch.distributed initialised, re-queued
+    once so that it runs after DistributedDataParallel's, which write the averaged gradients);
+  * that callback runs once every gradient of the pass is accumulated and before the training
+    loop can clip them; on the passes it measures it computes the per-parameter norms with one
+    `torch._foreach_norm` (a fused kernel on CUDA) and keeps them as tensors (no device sync);
+  * a forward pre-hook on the model reads them back before its next forward pass (on a GPU with
+    one `.tolist()`), sums squares per layer and logs them at the run's current step: the step
+    of the last `run.log`. (When the model's own forward() is not called, e.g. a training step
+    that calls submodules, the next measured backward pass logs them instead.) Nothing is
+    logged before the run's first log() (if there never is one, finish() logs what is pending
+    at step 0).
+Reading a CUDA tensor's value waits for the GPU to finish its queued work: once per logged step.
+With gradient accumulation the norms are those of the accumulated gradient; a step is logged at
+most once (while the run's step has not advanced, the newest values stay pending).
+
+The update ratio copies the weights only on measured passes (every hist_every) and compares them
+at the first forward after the optimizer changed them (the parameters' version counters tell).
+Histograms (torch.histc) read each tensor's range back from the device on those passes only.
+
+What it costs is measured by bench/sdk_python_bench.py; see sdk/python/README.md.
+"""
+import json
+import math
+import warnings
+
+import torch
+import torch.distributed
+from torch.autograd import Variable
+
+from ._run import TrainwatchWarning
+
+ROOT_LAYER = "_root"
+
+
+def watch(model, run=None, log_every=1, hist_every=100, per_layer=True, params=True,
+          update_ratio=True, graph=True, bins=64):
+    """Watches `model` (a torch.nn.Module) and logs to `run` (default: the current run).
+
+    log_every: gradient norms every this many backward passes (0: never).
+    hist_every: histograms, parameter norms and update ratios every this many backward passes
+        (0: never). per_layer: also per-layer norms. params: parameter norms and weight
+        histograms. update_ratio: ||dw||/||w||. graph: send the module tree once.
+    Returns a Watch; `.remove()` stops watching (the run's finish() does too). Never raises
+    from inside the training loop: a failing measurement warns once and is switched off."""
+    if run is None:
+        from . import _session
+        run = _session.current_run(warn=False)
+    if run is None:
+        warnings.warn("trainwatch.watch: no run; call trainwatch.init() first (not watching)",
+                      TrainwatchWarning, stacklevel=2)
+        return Watch(model, None, 0, 0, per_layer, params, update_ratio, False, bins)
+    return Watch(model, run, log_every, hist_every, per_layer, params, update_ratio, graph, bins)
+
+
+def module_graph(model):
+    """The module tree of `model` as a JSON-serialisable dict (see the module doc)."""
+    def node(name, path, module):
+        return {
+            "name": name,
+            "path": path,
+            "type": type(module).__name__,
+            "params": [{"name": n, "shape": list(p.shape), "numel": p.numel()}
+                       for n, p in module.named_parameters(recurse=False)],
+            "children": [node(n, path + "." + n if path else n, child)
+                         for n, child in module.named_children()],
+        }
+    return node("", "", model)
+
+
+class Watch:
+    """The hooks of one watch() call. Not thread-safe beyond what autograd guarantees: the hooks of
+    one backward pass run before the next forward pass."""
+
+    def __init__(self, model, run, log_every, hist_every, per_layer, params, update_ratio, graph,
+                 bins):
+        self._run = run
+        self._log_every = int(log_every or 0)
+        self._hist_every = int(hist_every or 0)
+        self._per_layer = per_layer
+        self._params_on = params
+        self._update_on = update_ratio
+        self._bins = int(bins)
+        self._handles = []
+        self._broken = False
+
+        named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+        self._names = [n for n, _ in named]
+        self._params = [p for _, p in named]
+        layers = {}
+        self._layer_of = []
+        for n in self._names:
+            layer = n.rpartition(".")[0] or ROOT_LAYER
+            self._layer_of.append(layers.setdefault(layer, len(layers)))
+        self._layers = list(layers)
+        self._metric_names = {prefix: [prefix + "/" + layer for layer in self._layers]
+                              for prefix in ("grad_norm", "param_norm", "update_ratio")}
+        # torch._foreach_norm keeps the tensors' dtype: right for float32/64, not for float16
+        self._foreach_ok = all(p.dtype in (torch.float32, torch.float64) for p in self._params)
+
+        self._backward_count = 0
+        self._queued = False
+        self._pending = False       # anything below waiting for a flush
+        self._grad_norms = None     # (indices into _params, norms)
+        self._param_norms = None    # norms, one per parameter
+        self._hists = {}            # histogram name -> (edges, counts)
+        self._snapshot = None       # (versions, weight copies) until the next optimizer step
+        self._update = None         # (delta norms, weight norms)
+        self._last_step = -1        # the step this watch last logged at
+
+        if run is None:
+            return
+        if graph:
+            try:
+                run.set_graph(json.dumps(module_graph(model), separators=(",", ":")))
+            except Exception as e:
+                self._warn("graph not sent", e)
+        if self._log_every or self._hist_every:
+            for p in self._params:
+                self._handles.append(p.register_hook(self._on_grad))
+            self._handles.append(model.register_forward_pre_hook(self._on_forward))
+        run._add_finish_hook(self.remove)
+
+    # -- hooks ------------------------------------------------------------------------------------
+
+    def _on_forward(self, module, inputs):
+        # Before each forward pass of the model: log what the last backward pass measured (the
+        # optimizer has stepped since).
+        self._queued = False  # no backward pass is running (one that raised left it set)
+        if self._snapshot is not None:
+            self._measure_update()
+        if self._pending:
+            self._flush()
+
+    def _on_grad(self, grad):
+        # Inside backward, once per parameter: run _on_backward_end once this backward pass is
+        # complete (autograd's final callbacks).
+        if not self._queued and not self._broken:
+            self._queued = True
+            distributed = torch.distributed.is_available() and torch.distributed.is_initialized()
+            self._queue_callback(self._requeue if distributed else self._on_backward_end)
+
+    def _requeue(self):
+        # Final callbacks queued later during the pass (DistributedDataParallel's, which write
+        # the averaged gradients) run after this one; going to the back of the queue makes the
+        # measurement see their result.
+        self._queue_callback(self._on_backward_end)
+
+    def _queue_callback(self, callback):
+        try:
+            Variable._execution_engine.queue_callback(callback)
+        except Exception as e:  # never into loss.backward()
+            self._broken = True
+            self._warn("gradient statistics switched off", e)
+
+    def _on_backward_end(self):
+        self._queued = False
+        n = self._backward_count
+        self._backward_count = n + 1
+        if self._broken:
+            return
+        grads_due = self._log_every and n % self._log_every == 0
+        hist_due = self._hist_every and n % self._hist_every == 0
+        if not (grads_due or hist_due):
+            return
+        try:  # an exception here would surface from loss.backward()
+            if self._pending:
+                self._flush()  # the model's forward() was not called since (see _on_forward)
+            with torch.no_grad():
+                self._measure(grads_due, hist_due)
+        except Exception as e:
+            self._broken = True
+            self._warn("gradient statistics switched off", e)
+
+    def _measure(self, grads_due, hist_due):
+        indices, grads = [], []
+        for i, p in enumerate(self._params):
+            if p.grad is not None:
+                indices.append(i)
+                grads.append(p.grad)
+        if grads_due and grads:
+            self._grad_norms = (indices, self._norms(grads))
+            self._pending = True
+        if not hist_due:
+            return
+        weights = [p.detach() for p in self._params]
+        if self._params_on:
+            self._param_norms = self._norms(weights)
+        if self._update_on and self._snapshot is None:
+            self._snapshot = ([p._version for p in self._params], [w.clone() for w in weights])
+        hists = {}
+        for i, g in zip(indices, grads):
+            h = histogram(g, self._bins)
+            if h is not None:
+                hists["gradients/" + self._names[i]] = h
+        if self._params_on:
+            for name, w in zip(self._names, weights):
+                h = histogram(w, self._bins)
+                if h is not None:
+                    hists["weights/" + name] = h
+        self._hists = hists
+        self._pending = True
+
+    def _norms(self, tensors):
+        """The L2 norm of each tensor, without a device sync: on the CPU a list of 0-d tensors
+        (each read back cheaply), elsewhere one stacked tensor (read back with one sync)."""
+        norms = None
+        if self._foreach_ok:
+            try:
+                norms = torch._foreach_norm(tensors)
+            except RuntimeError:  # e.g. sparse gradients
+                pass
+        if norms is None:
+            norms = [_norm(t) for t in tensors]
+        if norms and norms[0].device.type != "cpu":
+            try:
+                return torch.stack([n.float() for n in norms])
+            except RuntimeError:  # on several devices
+                pass
+        return norms
+
+    def _measure_update(self):
+        versions, before = self._snapshot
+        if all(p._version == v for p, v in zip(self._params, versions)):
+            return  # the optimizer has not stepped yet (e.g. gradient accumulation)
+        self._snapshot = None
+        try:
+            with torch.no_grad():
+                after = [p.detach() for p in self._params]
+                self._update = (self._norms(torch._foreach_sub(after, before)),
+                                self._norms(before))
+            self._pending = True
+        except Exception as e:
+            self._warn("update ratio switched off", e)
+            self._update_on = False
+
+    # -- logging ----------------------------------------------------------------------------------
+
+    def _flush(self, final=False):
+        run = self._run
+        step = run.step if run.step >= 0 or not final else 0
+        if step < 0 or step <= self._last_step:
+            # no step yet, or this step is logged already: keep the newest values for the next
+            return
+        self._last_step = step
+        self._pending = False
+        try:
+            metrics = {}
+            if self._grad_norms is not None:
+                indices, norms = self._grad_norms
+                self._add_norms(metrics, "grad_norm", indices, _values(norms))
+            if self._param_norms is not None:
+                self._add_norms(metrics, "param_norm", range(len(self._params)),
+                                _values(self._param_norms))
+            if self._update is not None:
+                self._add_ratios(metrics, *self._update)
+            if metrics:
+                run._log_at(metrics, step)
+            for name, (edges, counts) in self._hists.items():
+                run._log_histogram_at(name, edges, counts, step)
+        except Exception as e:
+            self._broken = True
+            self._warn("gradient statistics switched off", e)
+        self._grad_norms = self._param_norms = self._update = None
+        self._hists = {}
+
+    def _layer_squares(self, indices, values):
+        total = 0.0
+        per_layer = {}
+        layer_of = self._layer_of
+        for i, v in zip(indices, values):
+            sq = v * v
+            total += sq
+            layer = layer_of[i]
+            per_layer[layer] = per_layer.get(layer, 0.0) + sq
+        return total, per_layer
+
+    def _add_norms(self, metrics, prefix, indices, values):
+        total, per_layer = self._layer_squares(indices, values)
+        metrics[prefix] = math.sqrt(total)
+        if self._per_layer:
+            names = self._metric_names[prefix]
+            for layer, sq in per_layer.items():
+                metrics[names[layer]] = math.sqrt(sq)
+
+    def _add_ratios(self, metrics, delta_norms, weight_norms):
+        indices = range(len(self._params))
+        d_total, d_layer = self._layer_squares(indices, _values(delta_norms))
+        w_total, w_layer = self._layer_squares(indices, _values(weight_norms))
+        metrics["update_ratio"] = _ratio(d_total, w_total)
+        if self._per_layer:
+            names = self._metric_names["update_ratio"]
+            for layer, dsq in d_layer.items():
+                metrics[names[layer]] = _ratio(dsq, w_layer[layer])
+
+    # -- lifetime ---------------------------------------------------------------------------------
+
+    def remove(self):
+        """Stops watching: removes the hooks and logs what is pending. Idempotent."""
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+        run = self._run
+        if run is None:
+            return
+        if self._pending and not self._broken:
+            self._flush(final=True)
+        run._remove_finish_hook(self.remove)
+        self._run = None
+        self._snapshot = None
+
+    def _warn(self, what, error):
+        warnings.warn("trainwatch.watch: %s: %s: %s" % (what, type(error).__name__, error),
+                      TrainwatchWarning, stacklevel=2)
+
+
+def histogram(t, bins):
+    """(edges, counts), lists of floats, of the finite values of tensor `t` in `bins`
+    equal-width bins over their range (a constant tensor: [v - 0.5, v + 0.5]); None when no
+    value is finite. Reads the range back from the device (a sync)."""
+    t = _dense(t).detach().reshape(-1)
+    if t.dtype not in (torch.float32, torch.float64):
+        t = t.float()  # histc has no half-precision CPU kernel
+    if t.numel() == 0:
+        return None
+    lo, hi = (v.item() for v in torch.aminmax(t))
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        t = t[torch.isfinite(t)]
+        if t.numel() == 0:
+            return None
+        lo, hi = (v.item() for v in torch.aminmax(t))
+    if lo == hi:
+        lo, hi = lo - 0.5, hi + 0.5
+    counts = torch.histc(t, bins=bins, min=lo, max=hi).tolist()
+    width = (hi - lo) / bins
+    edges = [lo + i * width for i in range(bins)] + [hi]
+    return edges, counts
+
+
+def _dense(t):
+    return t.coalesce().values() if t.is_sparse else t
+
+
+def _norm(t):
+    """L2 norm, accumulated in float32 at least (half precision would overflow)."""
+    t = _dense(t)
+    return torch.linalg.vector_norm(t, dtype=torch.promote_types(t.dtype, torch.float32))
+
+
+def _values(norms):
+    if isinstance(norms, torch.Tensor):
+        return norms.tolist()
+    return [n.item() for n in norms]
+
+
+def _ratio(delta_sq, weight_sq):
+    if weight_sq == 0.0:
+        return math.inf if delta_sq > 0.0 else 0.0
+    return math.sqrt(delta_sq / weight_sq)
