@@ -181,15 +181,21 @@ std::string HostOf(const std::string& url) {
   return authority.substr(0, authority.find(':'));
 }
 
-}  // namespace
-
-Result<std::string> DiscoverGrpcTarget(const ConnectOptions& options) {
+// One GET of `path` on the server, on a handle of its own.
+Result<Reply> Get(const ConnectOptions& options, const std::string& path) {
   GlobalInit();
   CURL* curl = curl_easy_init();
   std::atomic<bool> never{false};
-  auto reply = Perform(curl, TrimSlash(options.server) + "/api/v1/info", nullptr, options,
-                       options.connect_timeout_seconds, &never);
+  auto reply = Perform(curl, TrimSlash(options.server) + path, nullptr, options, options.connect_timeout_seconds,
+                       &never);
   curl_easy_cleanup(curl);
+  return reply;
+}
+
+}  // namespace
+
+Result<std::string> DiscoverGrpcTarget(const ConnectOptions& options) {
+  auto reply = Get(options, "/api/v1/info");
   if (!reply.ok()) return reply.status();
   if (reply->code == 401 || reply->code == 403) {
     return Status::Unavailable("the server at " + options.server + " refused the API key (HTTP " +
@@ -209,13 +215,9 @@ Result<std::string> DiscoverGrpcTarget(const ConnectOptions& options) {
 }
 
 Result<std::unique_ptr<Connection>> ConnectHttp(const ConnectOptions& options) {
-  GlobalInit();
-  CURL* curl = curl_easy_init();
-  std::atomic<bool> never{false};
-  auto reply = Perform(curl, TrimSlash(options.server) + "/healthz", nullptr, options,
-                       options.connect_timeout_seconds, &never);
-  curl_easy_cleanup(curl);
+  auto reply = Get(options, "/healthz");
   if (!reply.ok()) return reply.status();
+  GlobalInit();
   return std::unique_ptr<Connection>(new HttpConnection(options));
 }
 

@@ -7,35 +7,22 @@ Run with the built package on the path and the server binary in TRAINWATCH_BIN:
 `server` is a fresh server with a temporary data directory; `server_factory(*flags)` starts more.
 A failing test gets the tail of each server's stderr in its report.
 """
-import json
+import importlib.util
 import os
-import socket
-import subprocess
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 import warnings
 
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-BIN = os.environ.get("TRAINWATCH_BIN", os.path.join(REPO, "build", "bin", "trainwatch"))
 
-
-def free_port():
-    """A loopback port the kernel just handed out (closed again: a small race remains)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _parse_constant(token):
-    return float(token)  # NaN, Infinity, -Infinity as bare tokens
-
-
-def _parse_int(text):
-    return -0.0 if text == "-0" else int(text)  # "-0" is how negative zero is written
+# The server process fixtures of the integration tests, reused (not a plugin: only its classes).
+_spec = importlib.util.spec_from_file_location(
+    "trainwatch_integration_conftest", os.path.join(REPO, "tests", "integration", "conftest.py"))
+_integration = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_integration)
+BIN = _integration.BIN
+free_port = _integration.free_port
 
 
 def _from_json_value(v):
@@ -45,88 +32,28 @@ def _from_json_value(v):
     return v
 
 
-class Server:
-    """One `trainwatch serve` process on its own data directory and ports."""
+class Server(_integration.Server):
+    """The integration tests' server process, with the reads the SDK tests need and an optional
+    API key sent on every request."""
 
-    def __init__(self, workdir, extra_args=()):
-        self.workdir = str(workdir)
-        os.makedirs(self.workdir, exist_ok=True)
-        self.data_dir = os.path.join(self.workdir, "data")
-        self.port = free_port()
-        self.grpc_port = free_port()
-        self.extra_args = list(extra_args)
-        self.proc = None
+    def __init__(self, workdir, data_dir=None, extra_args=()):
+        super().__init__(workdir, data_dir=data_dir, extra_args=extra_args)
         self.api_key = None
-        self.stderr_path = os.path.join(self.workdir, "stderr.log")
 
-    @property
-    def url(self):
-        return "http://127.0.0.1:%d" % self.port
-
-    def start(self, timeout=30):
-        command = [BIN, "serve", "--data-dir", self.data_dir,
-                   "--listen", "127.0.0.1:%d" % self.port,
-                   "--grpc-listen", "127.0.0.1:%d" % self.grpc_port] + self.extra_args
-        with open(self.stderr_path, "ab") as err:
-            self.proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err,
-                                         stdin=subprocess.DEVNULL)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                break
-            try:
-                if self.get("/healthz", timeout=2)[0] == 200:
-                    return self
-            except OSError:
-                pass
-            time.sleep(0.02)
-        self.stop()
-        raise RuntimeError("trainwatch did not come up:\n" + self.tail())
-
-    def stop(self):
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-    def tail(self, lines=40):
-        try:
-            with open(self.stderr_path, "rb") as f:
-                text = f.read().decode("utf-8", "replace").splitlines()
-        except OSError:
-            return ""
-        return "\n".join(text[-lines:])
-
-    # -- requests -----------------------------------------------------------------------------------
-
-    def get(self, path, params=None, timeout=30):
-        """(status, body bytes); raises OSError when the server cannot be reached."""
-        url = self.url + path + ("?" + urllib.parse.urlencode(params) if params else "")
-        headers = {"Authorization": "Bearer " + self.api_key} if self.api_key else {}
-        try:
-            with urllib.request.urlopen(urllib.request.Request(url, headers=headers),
-                                        timeout=timeout) as r:
-                return r.status, r.read()
-        except urllib.error.HTTPError as e:
-            return e.code, e.read()
-
-    def get_json(self, path, params=None, expect=200):
-        status, body = self.get(path, params)
-        assert status == expect, (path, params, status, body[:500])
-        return json.loads(body, parse_constant=_parse_constant)
+    def get(self, path, params=None, **kw):
+        if self.api_key:
+            kw["headers"] = dict(kw.get("headers") or {}, Authorization="Bearer " + self.api_key)
+        return super().get(path, params, **kw)
 
     def run_info(self, project, run):
         return self.get_json("/api/v1/run", {"project": project, "run": run})
 
     def points(self, project, run, metric):
         """[(step, time, value)] of one series, raw; [] when the run lacks the metric."""
-        status, body = self.get("/api/v1/series", {"project": project, "run": run, "metric": metric})
-        if status != 200:
+        r = self.get("/api/v1/series", {"project": project, "run": run, "metric": metric})
+        if r.status != 200:
             return []
-        series = json.loads(body, parse_int=_parse_int)["series"]
+        series = r.json()["series"]
         if not series or "points" not in series[0]:
             return []
         return [(int(p[0]), p[1], float(_from_json_value(p[2]))) for p in series[0]["points"]]
@@ -155,7 +82,7 @@ class ServerFactory:
         self.servers = []
 
     def __call__(self, *extra_args):
-        s = Server(self.tmp_path / ("server%d" % len(self.servers)), extra_args)
+        s = Server(self.tmp_path / ("server%d" % len(self.servers)), extra_args=extra_args)
         self.servers.append(s)
         return s.start()
 
