@@ -12,13 +12,14 @@ How it works. Torch 1.13 has no post-accumulate-grad or optimizer hooks, so:
     once so that it runs after DistributedDataParallel's, which write the averaged gradients);
   * that callback runs once every gradient of the pass is accumulated and before the training
     loop can clip them; on the passes it measures it computes the per-parameter norms with one
-    `torch._foreach_norm` (a fused kernel on CUDA) and keeps them as tensors (no device sync);
-  * a forward pre-hook on the model reads them back before its next forward pass (on a GPU with
-    one `.tolist()`), sums squares per layer and logs them at the run's current step: the step
-    of the last `run.log`. (When the model's own forward() is not called, e.g. a training step
-    that calls submodules, the next measured backward pass logs them instead.) Nothing is
-    logged before the run's first log() (if there never is one, finish() logs what is pending
-    at step 0).
+    `torch._foreach_norm` (a fused kernel on CUDA). On the CPU it reads them back at once (no
+    sync to wait for) and sums squares per layer into the metrics; on a device it keeps them as
+    one stacked tensor (no device sync inside backward);
+  * a forward pre-hook on the model logs them before its next forward pass (on a GPU after one
+    `.tolist()` and the per-layer sums) at the run's current step: the step of the last
+    `run.log`. (When the model's own forward() is not called, e.g. a training step that calls
+    submodules, the next measured backward pass logs them instead.) Nothing is logged before
+    the run's first log() (if there never is one, finish() logs what is pending at step 0).
 Reading a CUDA tensor's value waits for the GPU to finish its queued work: once per logged step.
 With gradient accumulation the norms are those of the accumulated gradient; a step is logged at
 most once (while the run's step has not advanced, the newest values stay pending).
@@ -31,6 +32,7 @@ What it costs is measured by bench/sdk_python_bench.py; see sdk/python/README.md
 """
 import json
 import math
+import operator
 import warnings
 
 import torch
@@ -104,15 +106,29 @@ class Watch:
         self._layers = list(layers)
         self._metric_names = {prefix: [prefix + "/" + layer for layer in self._layers]
                               for prefix in ("grad_norm", "param_norm", "update_ratio")}
+        # When every layer's parameters are adjacent (as named_parameters() lists them), a
+        # layer's squares are one slice of the per-parameter list: (metric name, slice) per layer
+        # and prefix, for the passes where every parameter has a value.
+        self._layer_slices = None
+        starts = {}
+        for i, layer in enumerate(self._layer_of):
+            starts.setdefault(layer, i)
+        if all(self._layer_of[i] == self._layer_of[i - 1]
+               for i in range(1, len(self._layer_of)) if starts[self._layer_of[i]] != i):
+            bounds = sorted(starts.values()) + [len(self._layer_of)]
+            self._layer_slices = {
+                prefix: [(names[self._layer_of[a]], slice(a, b))
+                         for a, b in zip(bounds, bounds[1:])]
+                for prefix, names in self._metric_names.items()}
         # torch._foreach_norm keeps the tensors' dtype: right for float32/64, not for float16
         self._foreach_ok = all(p.dtype in (torch.float32, torch.float64) for p in self._params)
 
         self._backward_count = 0
         self._queued = False
         self._pending = False       # anything below waiting for a flush
-        self._grad_norms = None     # (indices into _params, norms)
+        self._grad_norms = None     # (indices into _params, norms), or on the CPU the metrics
         self._param_norms = None    # norms, one per parameter
-        self._hists = {}            # histogram name -> (edges, counts)
+        self._hists = None          # histogram name -> (edges, counts)
         self._snapshot = None       # (versions, weight copies) until the next optimizer step
         self._update = None         # (delta norms, weight norms)
         self._last_step = -1        # the step this watch last logged at
@@ -175,30 +191,43 @@ class Watch:
         try:  # an exception here would surface from loss.backward()
             if self._pending:
                 self._flush()  # the model's forward() was not called since (see _on_forward)
-            with torch.no_grad():
+            if torch.is_grad_enabled():  # backward(create_graph=True); otherwise already off
+                with torch.no_grad():
+                    self._measure(grads_due, hist_due)
+            else:
                 self._measure(grads_due, hist_due)
         except Exception as e:
             self._broken = True
             self._warn("gradient statistics switched off", e)
 
     def _measure(self, grads_due, hist_due):
-        indices, grads = [], []
-        for i, p in enumerate(self._params):
-            if p.grad is not None:
-                indices.append(i)
-                grads.append(p.grad)
+        # runs with grad mode off: the parameters need no detach()
+        grads = [p.grad for p in self._params]
+        indices = None  # None: every parameter has a gradient (the usual case)
+        for g in grads:
+            if g is None:
+                indices = [i for i, g in enumerate(grads) if g is not None]
+                grads = [grads[i] for i in indices]
+                break
         if grads_due and grads:
-            self._grad_norms = (indices, self._norms(grads))
+            norms = self._norms(grads)
+            if not isinstance(norms, torch.Tensor) and norms[0].is_cpu:
+                # reading CPU tensors costs no sync: the metrics now, while they are hot
+                metrics = {}
+                self._add_norms(metrics, "grad_norm", indices, [n.tolist() for n in norms])
+                self._grad_norms = metrics
+            else:
+                self._grad_norms = (indices, norms)
             self._pending = True
         if not hist_due:
             return
-        weights = [p.detach() for p in self._params]
+        weights = self._params
         if self._params_on:
             self._param_norms = self._norms(weights)
         if self._update_on and self._snapshot is None:
             self._snapshot = ([p._version for p in self._params], [w.clone() for w in weights])
         hists = {}
-        for i, g in zip(indices, grads):
+        for i, g in zip(range(len(grads)) if indices is None else indices, grads):
             h = histogram(g, self._bins)
             if h is not None:
                 hists["gradients/" + self._names[i]] = h
@@ -211,7 +240,7 @@ class Watch:
         self._pending = True
 
     def _norms(self, tensors):
-        """The L2 norm of each tensor, without a device sync: on the CPU a list of 0-d tensors
+        """The L2 norm of each tensor, without a device sync: on the CPU a sequence of 0-d tensors
         (each read back cheaply), elsewhere one stacked tensor (read back with one sync)."""
         norms = None
         if self._foreach_ok:
@@ -221,7 +250,7 @@ class Watch:
                 pass
         if norms is None:
             norms = [_norm(t) for t in tensors]
-        if norms and norms[0].device.type != "cpu":
+        if norms and not norms[0].is_cpu:
             try:
                 return torch.stack([n.float() for n in norms])
             except RuntimeError:  # on several devices
@@ -247,33 +276,41 @@ class Watch:
 
     def _flush(self, final=False):
         run = self._run
-        step = run.step if run.step >= 0 or not final else 0
-        if step < 0 or step <= self._last_step:
-            # no step yet, or this step is logged already: keep the newest values for the next
+        step = run.step
+        if step < 0 and final:
+            step = 0
+        if step <= self._last_step:
+            # no step yet (-1), or this step is logged already: keep the newest values for the next
             return
         self._last_step = step
         self._pending = False
+        grad_norms, param_norms, update, hists = (
+            self._grad_norms, self._param_norms, self._update, self._hists)
+        self._grad_norms = self._param_norms = self._update = self._hists = None
         try:
             metrics = {}
-            if self._grad_norms is not None:
-                indices, norms = self._grad_norms
-                self._add_norms(metrics, "grad_norm", indices, _values(norms))
-            if self._param_norms is not None:
-                self._add_norms(metrics, "param_norm", range(len(self._params)),
-                                _values(self._param_norms))
-            if self._update is not None:
-                self._add_ratios(metrics, *self._update)
+            if type(grad_norms) is dict:
+                metrics = grad_norms
+            elif grad_norms is not None:
+                self._add_norms(metrics, "grad_norm", grad_norms[0], _values(grad_norms[1]))
+            if param_norms is not None:
+                self._add_norms(metrics, "param_norm", None, _values(param_norms))
+            if update is not None:
+                self._add_ratios(metrics, *update)
             if metrics:
                 run._log_at(metrics, step)
-            for name, (edges, counts) in self._hists.items():
-                run._log_histogram_at(name, edges, counts, step)
+            if hists:
+                for name, (edges, counts) in hists.items():
+                    run._log_histogram_at(name, edges, counts, step)
         except Exception as e:
             self._broken = True
             self._warn("gradient statistics switched off", e)
-        self._grad_norms = self._param_norms = self._update = None
-        self._hists = {}
 
     def _layer_squares(self, indices, values):
+        """The sum of squares of `values` (per parameter; indices: theirs in _params, None for
+        all), in total and per layer: {layer index: sum}."""
+        if indices is None:
+            indices = range(len(values))
         total = 0.0
         per_layer = {}
         layer_of = self._layer_of
@@ -285,6 +322,15 @@ class Watch:
         return total, per_layer
 
     def _add_norms(self, metrics, prefix, indices, values):
+        slices = self._layer_slices
+        if indices is None and slices is not None:  # the fast path: slices of one list
+            squares = list(map(operator.mul, values, values))
+            metrics[prefix] = math.sqrt(sum(squares))
+            if self._per_layer:
+                sqrt = math.sqrt
+                for name, part in slices[prefix]:
+                    metrics[name] = sqrt(sum(squares[part]))
+            return
         total, per_layer = self._layer_squares(indices, values)
         metrics[prefix] = math.sqrt(total)
         if self._per_layer:
@@ -293,9 +339,8 @@ class Watch:
                 metrics[names[layer]] = math.sqrt(sq)
 
     def _add_ratios(self, metrics, delta_norms, weight_norms):
-        indices = range(len(self._params))
-        d_total, d_layer = self._layer_squares(indices, _values(delta_norms))
-        w_total, w_layer = self._layer_squares(indices, _values(weight_norms))
+        d_total, d_layer = self._layer_squares(None, _values(delta_norms))
+        w_total, w_layer = self._layer_squares(None, _values(weight_norms))
         metrics["update_ratio"] = _ratio(d_total, w_total)
         if self._per_layer:
             names = self._metric_names["update_ratio"]
@@ -327,11 +372,14 @@ def histogram(t, bins):
     """(edges, counts), lists of floats, of the finite values of tensor `t` in `bins`
     equal-width bins over their range (a constant tensor: [v - 0.5, v + 0.5]); None when no
     value is finite. Reads the range back from the device (a sync)."""
-    t = _dense(t).detach().reshape(-1)
+    t = _dense(t)
+    if t.requires_grad:
+        t = t.detach()
     if t.dtype not in (torch.float32, torch.float64):
         t = t.float()  # histc has no half-precision CPU kernel
     if t.numel() == 0:
         return None
+    # aminmax and histc take any shape: no reshape (one op fewer)
     lo, hi = (v.item() for v in torch.aminmax(t))
     if not (math.isfinite(lo) and math.isfinite(hi)):
         t = t[torch.isfinite(t)]
@@ -357,9 +405,11 @@ def _norm(t):
 
 
 def _values(norms):
+    """Python floats of a stacked tensor or of a list of 0-d tensors (tolist(): cheaper than
+    item() for a 0-d CPU tensor)."""
     if isinstance(norms, torch.Tensor):
         return norms.tolist()
-    return [n.item() for n in norms]
+    return [n.tolist() for n in norms]
 
 
 def _ratio(delta_sq, weight_sq):
