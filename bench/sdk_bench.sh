@@ -15,7 +15,7 @@ GRPC_PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0));
 "$BUILD_DIR/bin/trainwatch" serve --data-dir "$WORK/data" --listen "127.0.0.1:$PORT" \
   --grpc-listen "127.0.0.1:$GRPC_PORT" --log-level warn > "$WORK/server.log" 2>&1 &
 SERVER=$!
-trap 'kill $SERVER 2>/dev/null; wait $SERVER 2>/dev/null; rm -rf "$WORK"' EXIT
+trap 'kill $SERVER 2>/dev/null || true; wait $SERVER 2>/dev/null || true; rm -rf "$WORK"' EXIT
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.1; done
 
 echo "--- C++ (bench/sdk_log_bench.cc)"
