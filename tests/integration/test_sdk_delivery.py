@@ -138,3 +138,25 @@ def test_frozen_server_log_latency_stays_flat_and_memory_bounded(server_factory,
     assert max(s["spool"] for s in frozen_samples) > 0, "nothing was spooled while the server was frozen"
     assert report["stats"]["points_dropped"] == 0
     assert_every_step_once(server, "frozen", steps)
+
+
+def test_offline_run_is_uploaded_by_trainwatch_sync(server, tmp_path):
+    steps = 2000
+    child = start_child(tmp_path, server, "offline", steps, 5000, {"mode": "offline"})
+    report, _ = finish_child(child, timeout=120)
+    assert report["stats"]["points_acked"] == 0
+    assert report["stats"]["points_spooled"] == steps * 4
+    listing = server.get_json("/api/v1/runs", {"project": "sdk"})
+    assert listing["total"] == 0, "an offline run sent something"
+
+    spool_root = str(tmp_path / "spool")
+    sync = subprocess.run([server.command()[0], "sync", spool_root, "--server", server.url],
+                          capture_output=True, text=True, timeout=120)
+    assert sync.returncode == 0, sync.stderr
+    assert "1 of 1 spool directories delivered (%d points)" % (steps * 4) in sync.stdout, sync.stdout
+    assert_every_step_once(server, "offline", steps)
+    assert os.listdir(spool_root) == [], "a delivered spool directory is removed"
+
+    again = subprocess.run([server.command()[0], "sync", spool_root, "--server", server.url],
+                           capture_output=True, text=True, timeout=60)
+    assert again.returncode == 0 and "0 of 0" in again.stdout, (again.stdout, again.stderr)
