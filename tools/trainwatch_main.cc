@@ -67,7 +67,7 @@ int Sync(const std::vector<std::string>& args) {
   trainwatch::ClientOptions options;
   if (const char* s = std::getenv("TRAINWATCH_SERVER"); s && *s) options.server = s;
   if (const char* k = std::getenv("TRAINWATCH_API_KEY"); k && *k) options.api_key = k;
-  options.on_warning = [](const std::string& w) { std::fprintf(stderr, "trainwatch sync: %s\n", w.c_str()); };
+  options.on_warning = [](trainwatch::WarningKind, const std::string& w) { std::fprintf(stderr, "trainwatch sync: %s\n", w.c_str()); };
   double timeout = 300;
   std::string dir;
   for (size_t i = 0; i < args.size(); ++i) {

@@ -72,7 +72,7 @@ void ClientCore::Cut() {
     Status s = outbox_->Push(batch, to_spool, &spooled, &dropped);
     if (dropped > 0) {
       points_dropped_.fetch_add(dropped);
-      Warn("the spool is full (" + std::to_string(options_.spool_max_bytes) + " bytes): dropped its oldest " +
+      Warn(WarningKind::kPointsDropped, "the spool is full (" + std::to_string(options_.spool_max_bytes) + " bytes): dropped its oldest " +
            std::to_string(dropped) + " points");
     }
     if (s.ok()) {
@@ -84,7 +84,7 @@ void ClientCore::Cut() {
       continue;
     }
     points_dropped_.fetch_add(points);
-    Warn("dropped a batch of " + std::to_string(points) + " points: " + s.ToString());
+    Warn(WarningKind::kPointsDropped, "dropped a batch of " + std::to_string(points) + " points: " + s.ToString());
     break;
   }
   std::lock_guard lock(sender_mu_);

@@ -49,7 +49,7 @@ std::shared_ptr<ClientCore> ClientCore::Create(ClientOptions options) {
     s = core->OpenSpoolDir("/tmp/trainwatch-spool-" + std::to_string(::getuid()) + "/" + core->writer_id_);
   }
   if (!s.ok()) {
-    core->Warn("no spool directory (" + s.ToString() + "): while the server is away, batches are " +
+    core->Warn(WarningKind::kSpool, "no spool directory (" + s.ToString() + "): while the server is away, batches are " +
                "kept in memory only, up to " + std::to_string(core->options_.memory_max_bytes) + " bytes");
   }
   core->Start();
@@ -118,7 +118,7 @@ void ClientCore::Enqueue(const Record& record) {
     if (now - last_drop_warning_ < 10) return;
     last_drop_warning_ = now;
   }
-  Warn("the log buffer is full (" + std::to_string(queue_.capacity()) +
+  Warn(WarningKind::kPointsDropped, "the log buffer is full (" + std::to_string(queue_.capacity()) +
        " records): points are being dropped (" + std::to_string(points_dropped_.load()) + " so far)");
 }
 
@@ -133,9 +133,9 @@ void ClientCore::RegisterRun(std::shared_ptr<RunState> run) {
   runs_.push_back(std::move(run));
 }
 
-void ClientCore::Warn(const std::string& message) {
+void ClientCore::Warn(WarningKind kind, const std::string& message) {
   if (options_.on_warning) {
-    options_.on_warning(message);
+    options_.on_warning(kind, message);
   } else {
     std::fprintf(stderr, "trainwatch: warning: %s\n", message.c_str());
   }
@@ -187,13 +187,13 @@ void ClientCore::Close() {
   if (sender_.joinable()) sender_.join();
   if (!spool_) return;
   Status s = outbox_->SpillMemory();
-  if (!s.ok()) Warn("could not spool undelivered batches: " + s.ToString());
+  if (!s.ok()) Warn(WarningKind::kSpool, "could not spool undelivered batches: " + s.ToString());
   bool left = spool_->segment_count() > 0;
   std::string dir = spool_->dir();
   s = spool_->Close();
-  if (!s.ok()) Warn("closing the spool: " + s.ToString());
+  if (!s.ok()) Warn(WarningKind::kSpool, "closing the spool: " + s.ToString());
   if (left && options_.mode == Mode::kOnline) {
-    Warn("not everything reached the server before exit; it is kept in " + dir +
+    Warn(WarningKind::kLeftInSpool, "not everything reached the server before exit; it is kept in " + dir +
          " — upload it with: trainwatch sync " + dir);
   }
 }

@@ -67,7 +67,7 @@ class ClientCore {
   const std::string& writer_id() const { return writer_id_; }
   std::string spool_path() const { return spool_ ? spool_->dir() : std::string(); }
 
-  void Warn(const std::string& message);
+  void Warn(WarningKind kind, const std::string& message);
 
  private:
   ClientCore(ClientOptions options, std::string writer_id);

@@ -54,7 +54,7 @@ class ClientTest : public ::testing::Test {
     o.backoff_max_seconds = 0.5;
     o.flush_timeout_seconds = 10;
     o.heartbeat_interval_seconds = 0;
-    o.on_warning = [this](const std::string& w) {
+    o.on_warning = [this](WarningKind, const std::string& w) {
       std::lock_guard lock(warnings_mu_);
       warnings_.push_back(w);
     };

@@ -60,7 +60,7 @@ void ClientCore::SenderLoop() {
           acked_cv_.notify_all();
         }
         if (warn) {
-          Warn("cannot reach the trainwatch server at " + options_.server + " (" + connected.status().message() +
+          Warn(WarningKind::kServerUnreachable, "cannot reach the trainwatch server at " + options_.server + " (" + connected.status().message() +
                "); training continues, and what is logged is kept" +
                (spool_ ? " in " + spool_->dir() : std::string(" in memory")) + " and sent when it is back");
         }
@@ -100,7 +100,7 @@ void ClientCore::SenderLoop() {
       Status error;
       std::optional<OutboxBatch> batch = outbox_->NextUnsent(&error);
       if (!batch) {
-        if (!error.ok()) Warn("reading the spool: " + error.ToString());
+        if (!error.ok()) Warn(WarningKind::kSpool, "reading the spool: " + error.ToString());
         break;
       }
       {
@@ -179,7 +179,7 @@ void ClientCore::ReaderLoop(Connection* connection) {
         std::string message = "the server rejected part of a batch: " + rejections.front();
         if (rejections.size() > 1) message += " (and " + std::to_string(rejections.size() - 1) + " more)";
         if (rejection_warnings_ == 10) message += "; further rejections are not reported";
-        Warn(message);
+        Warn(WarningKind::kPointsRejected, message);
       }
     }
   }

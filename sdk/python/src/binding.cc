@@ -33,22 +33,22 @@ class WarningQueue {
  public:
   static constexpr size_t kMaxQueued = 100;  // beyond this, warnings are counted, not kept
 
-  void Push(const std::string& message) {
+  void Push(WarningKind kind, const std::string& message) {
     std::lock_guard lock(mu_);
     if (messages_.size() < kMaxQueued) {
-      messages_.push_back(message);
+      messages_.emplace_back(kind, message);
     } else {
-      ++overflowed_;
+      if (overflowed_++ == 0) overflow_kind_ = kind;
     }
   }
 
   // Everything queued so far, oldest first, then a note of how many did not fit.
-  std::vector<std::string> Take() {
+  std::vector<std::pair<WarningKind, std::string>> Take() {
     std::lock_guard lock(mu_);
-    std::vector<std::string> taken = std::move(messages_);
+    std::vector<std::pair<WarningKind, std::string>> taken = std::move(messages_);
     messages_.clear();
     if (overflowed_ > 0) {
-      taken.push_back(std::to_string(overflowed_) + " further warnings were not kept");
+      taken.emplace_back(overflow_kind_, std::to_string(overflowed_) + " further warnings were not kept");
       overflowed_ = 0;
     }
     return taken;
@@ -56,14 +56,17 @@ class WarningQueue {
 
  private:
   std::mutex mu_;
-  std::vector<std::string> messages_;  // GUARDED_BY(mu_)
+  std::vector<std::pair<WarningKind, std::string>> messages_;  // GUARDED_BY(mu_)
   uint64_t overflowed_ = 0;            // GUARDED_BY(mu_)
+  WarningKind overflow_kind_{};        // GUARDED_BY(mu_): the kind of the first one not kept
 };
 
 // The Python Client: a trainwatch::Client and the queue its warnings go to.
 struct PyClient {
   explicit PyClient(ClientOptions options) : warnings(std::make_shared<WarningQueue>()) {
-    options.on_warning = [queue = warnings](const std::string& message) { queue->Push(message); };
+    options.on_warning = [queue = warnings](WarningKind kind, const std::string& message) {
+      queue->Push(kind, message);
+    };
     client = std::make_unique<Client>(std::move(options));
   }
 
@@ -189,6 +192,12 @@ py::dict StatsToDict(const ClientStats& stats) {
 }
 
 void BindOptions(py::module_& m) {
+  py::enum_<WarningKind>(m, "WarningKind")
+      .value("SERVER_UNREACHABLE", WarningKind::kServerUnreachable)
+      .value("POINTS_DROPPED", WarningKind::kPointsDropped)
+      .value("POINTS_REJECTED", WarningKind::kPointsRejected)
+      .value("LEFT_IN_SPOOL", WarningKind::kLeftInSpool)
+      .value("SPOOL", WarningKind::kSpool);
   py::enum_<Mode>(m, "Mode").value("ONLINE", Mode::kOnline).value("OFFLINE", Mode::kOffline);
   py::enum_<Transport>(m, "Transport")
       .value("AUTO", Transport::kAuto)
@@ -255,7 +264,7 @@ void BindClient(py::module_& m) {
       .def("stats", [](const PyClient& c) { return StatsToDict(c.client->Stats()); })
       .def(
           "take_warnings", [](PyClient& c) { return c.warnings->Take(); },
-          "The core's warnings since the last call, oldest first.")
+          "The core's warnings since the last call, oldest first, as (WarningKind, message).")
       .def_property_readonly("writer_id", [](const PyClient& c) { return c.client->writer_id(); })
       .def_property_readonly("spool_path",
                              [](const PyClient& c) { return c.client->spool_path(); });

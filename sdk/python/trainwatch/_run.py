@@ -9,13 +9,11 @@ import time as _time
 import warnings
 from collections.abc import MutableMapping
 
-from . import _jsonable
+from . import _jsonable, _trainwatch
 
 # How often Run.log passes on the C++ client's warnings (they are queued until then).
 _WARNING_CHECK_INTERVAL_SECONDS = 1.0
 # The starts of two of the C++ client's warnings (sdk/cpp/src/sender.cc, client_core.cc).
-_UNREACHABLE = "cannot reach the trainwatch server"
-_LEFT_IN_SPOOL = "not everything reached the server"
 
 
 class TrainwatchWarning(UserWarning):
@@ -269,10 +267,10 @@ class Run:
         """Re-issues the C++ client's queued warnings as TrainwatchWarnings. An unreachable
         server is reported once: after "cannot reach the server" the exit-time note that data
         was left in the spool (the same directory) is not repeated."""
-        for message in self._client.take_warnings():
-            if message.startswith(_UNREACHABLE):
+        for kind, message in self._client.take_warnings():
+            if kind == _trainwatch.WarningKind.SERVER_UNREACHABLE:
                 self._warned_unreachable = True
-            elif message.startswith(_LEFT_IN_SPOOL) and self._warned_unreachable:
+            elif kind == _trainwatch.WarningKind.LEFT_IN_SPOOL and self._warned_unreachable:
                 continue
             _warn("trainwatch: " + message, stacklevel=4)
 

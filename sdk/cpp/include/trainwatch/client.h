@@ -52,6 +52,15 @@ enum class OverflowPolicy {
   kBlock,       // log() waits for room (only for users who prefer stalls to gaps)
 };
 
+// What a warning is about, so that callers can filter or deduplicate without parsing messages.
+enum class WarningKind {
+  kServerUnreachable,  // a connection attempt failed; once per outage
+  kPointsDropped,      // the buffer or the spool was full, or a batch could not be queued
+  kPointsRejected,     // the server refused part of a batch (invalid names or values)
+  kLeftInSpool,        // Close() could not deliver everything; the message names the directory
+  kSpool,              // the spool directory could not be used or read
+};
+
 struct ClientOptions {
   // The server's HTTP base URL.
   std::string server = "http://127.0.0.1:8080";
@@ -87,7 +96,7 @@ struct ClientOptions {
   // Warnings (server unreachable, points dropped, points rejected by the server, data left in the
   // spool at exit) go here; when empty they go to stderr. Called from the SDK's threads and also
   // from Log() (buffer full), Close() and the Client constructor: keep it short and non-blocking.
-  std::function<void(const std::string&)> on_warning;
+  std::function<void(WarningKind, const std::string&)> on_warning;
 };
 
 struct RunOptions {
