@@ -167,7 +167,7 @@ bool ClientCore::Flush(double timeout_seconds, bool give_up_when_unreachable) {
 
 void ClientCore::Close() {
   std::lock_guard close_lock(close_mu_);
-  if (batcher_.joinable() == false && !sender_.joinable()) return;
+  if (!batcher_.joinable() && !sender_.joinable()) return;  // closed before
   // The server may be away: then one more connection attempt decides, not the whole timeout.
   if (options_.mode == Mode::kOnline) Flush(options_.flush_timeout_seconds, /*give_up_when_unreachable=*/true);
   closed_.store(true);
