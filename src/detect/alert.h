@@ -1,0 +1,46 @@
+// Alert: what a detector reports, and the closed set of alert kinds.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace trainwatch::detect {
+
+enum class AlertKind {
+  kNan,
+  kGradExplosion,
+  kGradVanishing,
+  kLossSpike,
+  kLossOscillation,
+  kDivergence,
+  kPlateau,
+  kOverfitting,
+  kStalled,
+  kThroughputDrop,
+};
+inline constexpr int kAlertKindCount = 10;
+
+// The wire name ("grad_explosion", ...).
+std::string_view KindName(AlertKind kind);
+// "critical", "warning" or "info".
+std::string_view DefaultSeverity(AlertKind kind);
+// The seven kinds that describe training behaviour (inhibited together by persistent faults).
+bool IsTrainingKind(AlertKind kind);
+
+struct Alert {
+  std::string run;
+  std::string kind;      // KindName()
+  std::string metric;    // the metric the rule looked at ("" for time-based kinds)
+  int64_t step = 0;      // the step the incident is attributed to
+  double time = 0;       // that record's own timestamp (NaN when the record had none)
+  double value = 0;      // the rule's statistic (a ratio, a rise, a gap in seconds)
+  std::string severity;
+  std::string message;
+};
+
+// One JSON object on one line (no newline): {"run","kind","metric","step","time","value",
+// "severity","message"}; non-finite numbers are written as null.
+std::string AlertToJson(const Alert& alert);
+
+}  // namespace trainwatch::detect

@@ -1,0 +1,35 @@
+#include "detect/grad_explosion.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
+namespace trainwatch::detect {
+
+void GradExplosionDetector::Observe(int64_t step, double g, int64_t steps, const std::optional<Shock>& shock,
+                                    AlertSink& sink) {
+  if (!std::isfinite(g) || g <= 0) return;
+  double lg = std::log(g);
+  if (gn_.count() >= options_.warm) {
+    const double limit = std::log(options_.expl_ratio);
+    bool hit = lg - gn_.mean() > limit;
+    const int64_t window = std::min<int64_t>(options_.expl_win, 32);
+    uint32_t mask = window >= 32 ? ~0u : ((1u << window) - 1);
+    hits_ = ((hits_ << 1) | (hit ? 1u : 0u)) & mask;
+    if (shock && step - shock->step <= options_.expl_shock_steps && lg - shock->gn0 > limit) {
+      double ratio = std::exp(lg - shock->gn0);
+      sink.Emit(AlertKind::kGradExplosion, "grad_norm", step, ratio,
+                Format("grad norm %.1fx its level before the lr excursion at step %lld", ratio,
+                       static_cast<long long>(shock->step)));
+    } else if (std::popcount(hits_) >= options_.expl_persist) {
+      double ratio = std::exp(lg - gn_.mean());
+      sink.Emit(AlertKind::kGradExplosion, "grad_norm", step, ratio,
+                Format("grad norm %.1fx its baseline on %d of the last %lld records", ratio, std::popcount(hits_),
+                       static_cast<long long>(window)));
+    }
+    if (hit) lg = gn_.mean() + limit;  // winsorise the baseline update
+  }
+  gn_.Update(lg, steps);
+}
+
+}  // namespace trainwatch::detect

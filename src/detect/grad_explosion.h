@@ -1,0 +1,31 @@
+// GradExplosionDetector: the total grad norm against its log-space baseline (design section 2,
+// grad_explosion). State: one Ewma and the last expl_win hit bits.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "detect/ewma.h"
+#include "detect/inhibitor.h"
+#include "detect/lr_context.h"
+#include "detect/options.h"
+
+namespace trainwatch::detect {
+
+class GradExplosionDetector {
+ public:
+  explicit GradExplosionDetector(const DetectorOptions& options) : options_(options), gn_(options.a_slow) {}
+
+  // One training record's total grad norm g (ignored unless finite and > 0); `steps` since the
+  // previous training record.
+  void Observe(int64_t step, double g, int64_t steps, const std::optional<Shock>& shock, AlertSink& sink);
+  double baseline() const { return gn_.mean(); }
+
+ private:
+  const DetectorOptions& options_;
+  Ewma gn_;
+  uint32_t hits_ = 0;     // bit i: record i back was a hit
+  int64_t hit_records_ = 0;
+};
+
+}  // namespace trainwatch::detect

@@ -1,0 +1,53 @@
+#include "detect/loss_trend.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace trainwatch::detect {
+
+void LossTrendDetector::Observe(int64_t step, double ll, int64_t steps, bool ready, bool armed,
+                                std::optional<Shock>& shock, std::string_view metric, AlertSink& sink) {
+  slow_.Update(ll, steps);
+  if (last_ll_) {
+    double d = std::abs(ll - *last_ll_);
+    dif_fast_.Update(d, steps);
+    if (!shock || step - shock->step > options_.shock_window) dif_base_.Update(d, steps);
+  }
+  last_ll_ = ll;
+  if (shock && step - shock->step > options_.shock_window) shock.reset();  // unclassified: close it
+  if (shock && shock->ready) ClassifyShock(step, *shock, metric, sink);
+  if (ready && armed && !shock) GenericDivergence(step, metric, sink);
+}
+
+void LossTrendDetector::ClassifyShock(int64_t step, const Shock& shock, std::string_view metric,
+                                      AlertSink& sink) {
+  int64_t age = step - shock.step;
+  double rise = slow_.mean() - shock.lo0;
+  double vr = dif_fast_.mean() / std::max(shock.dif0, 1e-12);
+  if (age >= options_.osc_age && age <= options_.osc_age + options_.osc_span && vr >= options_.osc_ratio) {
+    sink.Emit(AlertKind::kLossOscillation, metric, step, vr,
+              Format("loss variability %.2fx its baseline after the lr excursion at step %lld", vr,
+                     static_cast<long long>(shock.step)));
+  } else if (age >= options_.osc_age + options_.osc_span && rise > options_.div_rise) {
+    sink.Emit(AlertKind::kDivergence, metric, step, rise,
+              Format("smoothed log loss rose %.2f since the lr excursion at step %lld", rise,
+                     static_cast<long long>(shock.step)));
+  }
+}
+
+void LossTrendDetector::GenericDivergence(int64_t step, std::string_view metric, AlertSink& sink) {
+  if (!lo_min_ || slow_.mean() < *lo_min_) lo_min_ = slow_.mean();
+  double rise = slow_.mean() - *lo_min_;
+  if (rise <= options_.div_rise) {
+    div_since_.reset();
+    return;
+  }
+  if (!div_since_) div_since_ = step;
+  if (step - *div_since_ >= options_.div_persist) {
+    sink.Emit(AlertKind::kDivergence, metric, step, rise,
+              Format("smoothed log loss %.2f above its minimum for %lld steps", rise,
+                     static_cast<long long>(step - *div_since_)));
+  }
+}
+
+}  // namespace trainwatch::detect

@@ -1,0 +1,29 @@
+#include "detect/metric_bindings.h"
+
+namespace trainwatch::detect {
+
+bool IsEvalMetric(std::string_view name, const MetricBindings& bindings) {
+  for (const std::string& p : bindings.eval_prefixes) {
+    if (name.starts_with(p)) return true;
+  }
+  return false;
+}
+
+std::optional<Picked> PickMetric(MetricSpan metrics, const std::vector<std::string>& names) {
+  for (const std::string& n : names) {
+    for (const auto& [name, value] : metrics) {
+      if (name == n) return Picked{name, value};
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Picked> PickLoss(MetricSpan metrics, const MetricBindings& bindings) {
+  if (auto v = PickMetric(metrics, bindings.loss)) return v;
+  for (const auto& [name, value] : metrics) {
+    if (name.ends_with(bindings.loss_fallback_suffix) && !IsEvalMetric(name, bindings)) return Picked{name, value};
+  }
+  return std::nullopt;
+}
+
+}  // namespace trainwatch::detect

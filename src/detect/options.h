@@ -1,0 +1,98 @@
+// DetectorOptions: every threshold of the streaming anomaly detectors and the metric-name bindings
+// (docs/design/anomaly-detection.md). A plain value type; the defaults are the spec's. Counts in
+// "records" are persistence counters; counts in "steps" are compared with step numbers.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace trainwatch::detect {
+
+// Which metric plays which role. For every list the first name present in a record wins.
+struct MetricBindings {
+  std::vector<std::string> loss = {"loss", "train/loss", "train_loss"};
+  // When no `loss` name is present: any training metric ending in this suffix (e.g. `ctc_loss`).
+  std::string loss_fallback_suffix = "loss";
+  std::vector<std::string> grad_norm = {"grad_norm", "train/grad_norm"};
+  // Per-layer grad norms: every metric named <prefix><layer>.
+  std::string layer_grad_norm_prefix = "grad_norm/";
+  std::vector<std::string> lr = {"lr", "learning_rate", "train/lr"};
+  std::vector<std::string> update_ratio = {"update_ratio"};
+  std::vector<std::string> eval_loss = {"val_loss", "val/loss", "eval/loss", "eval_loss"};
+  // A metric whose name starts with one of these is an eval metric; all others are training metrics.
+  std::vector<std::string> eval_prefixes = {"val", "eval", "test", "valid"};
+};
+
+struct DetectorOptions {
+  MetricBindings bindings;
+
+  // Common machinery.
+  int64_t warm = 50;      // values a baseline needs before a baseline-based rule may fire
+  double a_slow = 0.02;   // EWMA weight per step of the slow baselines (time constant 50 steps)
+
+  // LR context.
+  double shock_ratio = 3.0;         // lr > shock_ratio * lr_max opens an LR excursion ("shock")
+  int64_t shock_window = 300;       // steps a shock stays open unclassified; loss_spike inhibited
+  int64_t shock_min_records = 10;   // records before the shock rule applies (warm / 5)
+  double restart_jump = 2.0;        // warm restart: lr > restart_jump * lr_prev ...
+  double restart_known = 1.5;       // ... and lr <= restart_known * lr_max
+  int64_t restart_window = 100;     // steps after a warm restart without loss_spike / divergence
+  int64_t resume_window = 50;       // steps after a resume (step went back) likewise
+  double lr_drop_ratio = 100.0;     // a one-record lr drop by this factor is a step drop
+
+  // grad_explosion.
+  double expl_ratio = 10.0;         // ln g - baseline > ln expl_ratio is a hit
+  int64_t expl_persist = 3;         // hits needed ...
+  int64_t expl_win = 5;             // ... in the last expl_win records (rule B)
+  int64_t expl_shock_steps = 50;    // rule A: one hit within this many steps of a shock
+
+  // loss_spike.
+  double spike_ratio = 3.0;         // thr = max(ln spike_ratio, spike_k * sigma)
+  double spike_k = 5.0;
+  int64_t spike_maxlen = 4;         // a candidate still high on its 4th record is a level shift
+  double mad_to_sigma = 1.2533;     // mean absolute deviation -> sigma (normal)
+
+  // Shock classification and divergence.
+  double osc_ratio = 2.0;           // variability ratio for loss_oscillation
+  int64_t osc_age = 100;            // oscillation checked at shock age [osc_age, osc_age + osc_span]
+  int64_t osc_span = 50;
+  double div_rise = std::log(2.0);  // smoothed log-loss rise that counts as divergence
+  int64_t div_persist = 100;        // steps the generic rise must hold
+  double a_dif_base = 0.01;         // EWMA weights of |d ln L|: baseline and fast
+  double a_dif_fast = 0.05;
+
+  // grad_vanishing.
+  double vanish_ratio = 100.0;
+  int64_t vanish_persist = 5;
+
+  // plateau.
+  double plateau_ratio = 100.0;
+  int64_t plateau_persist = 10;
+
+  // overfitting.
+  double of_rel = 0.05;             // eval loss rise of at least 5% ...
+  int64_t of_k = 2;                 // ... on this many consecutive evals ...
+  double of_train_drop = 0.10;      // ... while train loss fell at least 10% since the eval minimum
+  int64_t of_window = 6;            // only within this many evals after the minimum
+  double of_a = 0.3;                // EWMA weight of the eval noise estimate
+  double of_k_noise = 3.0;          // rise must also exceed of_k_noise * eval noise
+  double of_smooth = 0.5;           // EWMA weight of the smoothed eval loss
+
+  // stalled.
+  double stall_floor = 300.0;       // seconds; thr = max(stall_floor, stall_mult * dt_max)
+  double stall_mult = 10.0;
+
+  // nan.
+  int64_t dead_after = 3;           // consecutive non-finite training records: the run is dead
+  bool nan_include_eval = false;    // non-finite eval metrics raise `nan` too
+
+  // throughput_drop.
+  double tp_ratio = 2.5;            // median step duration / baseline
+  int64_t tp_win = 21;              // ring of per-step durations (median window)
+  int64_t tp_persist = 20;          // consecutive records over the ratio
+  double a_tp_base = 0.01;          // EWMA weight of the duration baseline
+};
+
+}  // namespace trainwatch::detect

@@ -1,0 +1,47 @@
+#include "detect/plateau_detector.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace trainwatch::detect {
+
+void PlateauDetector::Observe(int64_t step, std::optional<double> ur, std::optional<double> lr,
+                              const LrContext& lrc, int64_t steps, AlertSink& sink) {
+  const double lr_floor = lrc.lr_max() / options_.lr_drop_ratio;
+  if (!ur) {
+    // Without an update ratio: the lr itself dropped >= 100x in one record and stays there.
+    // (param_norm differences are not usable: logged with ~6 digits they are exactly 0 in healthy
+    // low-lr phases.)
+    if (!lr || !std::isfinite(*lr)) return;
+    if (lrc.lr_dropped() && *lr <= lr_floor) {
+      if (++count_ >= options_.plateau_persist) {
+        sink.Emit(AlertKind::kPlateau, options_.bindings.lr.empty() ? "" : options_.bindings.lr.front(), step, *lr,
+                  Format("lr dropped >= %gx in one record and stayed there for %lld records", options_.lr_drop_ratio,
+                         static_cast<long long>(count_)));
+      }
+    } else {
+      count_ = 0;
+    }
+    return;
+  }
+  if (!std::isfinite(*ur)) return;
+  double lu = std::log(std::max(*ur, 1e-30));
+  if (ur_.count() >= options_.warm) {
+    bool collapsed = lu - ur_.mean() < -std::log(options_.plateau_ratio);
+    // A collapse is a fault when the lr did not decay into it: lr unchanged (stale optimizer) or
+    // dropped >= 100x in one record (schedule bug).
+    bool sudden = !lr || lrc.lr_dropped() || *lr > lr_floor;
+    if (collapsed && sudden && *ur >= 0) {
+      if (++count_ >= options_.plateau_persist) {
+        double ratio = std::exp(lu - ur_.mean());
+        sink.Emit(AlertKind::kPlateau, "update_ratio", step, ratio,
+                  Format("update ratio %.2g of its baseline for %lld records", ratio, static_cast<long long>(count_)));
+      }
+      return;
+    }
+    count_ = 0;
+  }
+  if (*ur > 0) ur_.Update(lu, steps);
+}
+
+}  // namespace trainwatch::detect

@@ -1,0 +1,30 @@
+// PlateauDetector: the updates effectively stopped (design section 2, plateau). Uses the update
+// ratio when bound, else a one-record lr drop that persists. State: one Ewma and a counter.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "detect/ewma.h"
+#include "detect/inhibitor.h"
+#include "detect/lr_context.h"
+#include "detect/options.h"
+
+namespace trainwatch::detect {
+
+class PlateauDetector {
+ public:
+  explicit PlateauDetector(const DetectorOptions& options) : options_(options), ur_(options.a_slow) {}
+
+  // One training record: its update ratio and lr when bound (finite), and the LR context after
+  // this record's lr.
+  void Observe(int64_t step, std::optional<double> update_ratio, std::optional<double> lr, const LrContext& lr_context,
+               int64_t steps, AlertSink& sink);
+
+ private:
+  const DetectorOptions& options_;
+  Ewma ur_;
+  int64_t count_ = 0;
+};
+
+}  // namespace trainwatch::detect

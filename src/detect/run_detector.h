@@ -1,0 +1,77 @@
+// RunDetector: every streaming anomaly detector of one run (docs/design/anomaly-detection.md).
+// Feed it each committed record in commit order; it appends the alerts that record causes. State
+// is bounded (O(1) per run plus one baseline per per-layer grad-norm series) and it never reads a
+// clock: every rule uses the records' own timestamps, or the `now` handed to CheckStalled.
+//
+// Thread-safety: none; one owner calls it (the server serialises per run).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "detect/alert.h"
+#include "detect/grad_explosion.h"
+#include "detect/grad_vanishing.h"
+#include "detect/inhibitor.h"
+#include "detect/loss_spike.h"
+#include "detect/loss_trend.h"
+#include "detect/lr_context.h"
+#include "detect/options.h"
+#include "detect/overfit_detector.h"
+#include "detect/plateau_detector.h"
+#include "detect/time_detectors.h"
+
+namespace trainwatch::detect {
+
+class RunDetector {
+ public:
+  explicit RunDetector(std::string run, DetectorOptions options = {});
+  RunDetector(const RunDetector&) = delete;  // the detectors point at options_
+  RunDetector& operator=(const RunDetector&) = delete;
+
+  // One record: all metrics of one step (names borrowed for the call only), its timestamp in unix
+  // seconds (NaN when the record has none). Alerts are appended to *out.
+  void Observe(int64_t step, double time, std::span<const std::pair<std::string_view, double>> metrics,
+               std::vector<Alert>* out);
+
+  // `stalled` if no new step arrived for the stall threshold before `now`: offline the caller
+  // passes the next record's time, online the server's clock. One alert per gap.
+  void CheckStalled(double now, std::vector<Alert>* out);
+
+  const std::string& run() const { return run_; }
+  const DetectorOptions& options() const { return options_; }
+
+ private:
+  void Resume(int64_t step);
+  // Returns false when the record is non-finite (the later training detectors are skipped).
+  bool NanCheck(int64_t step, MetricSpan metrics, AlertSink& sink);
+  void TrainingDetectors(int64_t step, AlertSink& sink);
+
+  const std::string run_;
+  const DetectorOptions options_;
+  Inhibitor inhibitor_;
+  TimeDetectors time_;
+  LrContext lr_;
+  GradExplosionDetector explosion_;
+  GradVanishingDetector vanishing_;
+  LossSpikeDetector spike_;
+  LossTrendDetector trend_;
+  PlateauDetector plateau_;
+  OverfitDetector overfit_;
+
+  int64_t records_ = 0;
+  std::optional<int64_t> max_step_;
+  std::optional<int64_t> train_step_;
+  int64_t steps_ = 1;              // steps since the previous training record
+  int64_t restart_until_ = -1;     // no loss_spike / generic divergence up to this step
+  bool prev_nonfinite_ = false;
+  int64_t nonfinite_run_ = 0;
+  std::vector<std::pair<std::string_view, double>> train_;  // scratch: this record's training metrics
+};
+
+}  // namespace trainwatch::detect

@@ -1,0 +1,81 @@
+#include "detect/time_detectors.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace trainwatch::detect {
+
+TimeDetectors::TimeDetectors(const DetectorOptions& options) : options_(options), base_(options.a_tp_base) {}
+
+double TimeDetectors::StallThreshold() const {
+  return std::max(options_.stall_floor, options_.stall_mult * dt_max_);
+}
+
+void TimeDetectors::ReportStall(double gap, AlertSink& sink) {
+  if (stall_reported_) return;
+  stall_reported_ = true;
+  AlertSink at_prev{sink.inhibitor, sink.run, prev_time_, sink.out};
+  at_prev.Emit(AlertKind::kStalled, "", prev_step_, gap,
+               Format("no new step for %.1f s after step %lld (threshold %.1f s)", gap,
+                      static_cast<long long>(prev_step_), StallThreshold()));
+}
+
+void TimeDetectors::CheckStalled(double now, AlertSink& sink) {
+  if (!has_prev_ || !std::isfinite(now)) return;
+  double gap = now - prev_time_;
+  if (gap >= StallThreshold()) ReportStall(gap, sink);
+}
+
+void TimeDetectors::Observe(int64_t step, double time, AlertSink& sink) {
+  if (!std::isfinite(time)) return;
+  if (has_prev_ && step == prev_step_) return;
+  if (has_prev_) {
+    double dt = time - prev_time_;
+    if (dt >= StallThreshold()) {
+      ReportStall(dt, sink);
+    } else {
+      dt_max_ = std::max(dt_max_, dt);
+      Throughput(step, dt / static_cast<double>(std::max<int64_t>(1, step - prev_step_)), sink);
+    }
+  }
+  has_prev_ = true;
+  prev_step_ = step;
+  prev_time_ = time;
+  stall_reported_ = false;
+}
+
+double TimeDetectors::RingMedian() {
+  scratch_.assign(ring_.begin(), ring_.end());
+  auto mid = scratch_.begin() + static_cast<std::ptrdiff_t>(scratch_.size() / 2);
+  std::nth_element(scratch_.begin(), mid, scratch_.end());
+  return *mid;
+}
+
+void TimeDetectors::Throughput(int64_t step, double step_duration, AlertSink& sink) {
+  if (step_duration <= 0) return;
+  const size_t window = static_cast<size_t>(std::max<int64_t>(1, options_.tp_win));
+  if (ring_.size() < window) {
+    ring_.push_back(std::log(step_duration));
+  } else {
+    ring_[ring_next_] = std::log(step_duration);
+    ring_next_ = (ring_next_ + 1) % window;
+  }
+  ++durations_;
+  if (ring_.size() < window) return;
+  double med = RingMedian();
+  if (durations_ > options_.warm && med - base_.mean() > std::log(options_.tp_ratio)) {
+    if (++over_count_ >= options_.tp_persist) {
+      double ratio = std::exp(med - base_.mean());
+      sink.Emit(AlertKind::kThroughputDrop, "", step, ratio,
+                Format("median step duration %.2fx its baseline for %lld records", ratio,
+                       static_cast<long long>(over_count_)));
+      base_.set_mean(med);  // the slow speed is the new normal: one alert per drop
+      over_count_ = 0;
+    }
+    return;
+  }
+  over_count_ = 0;
+  base_.Update(med);
+}
+
+}  // namespace trainwatch::detect
