@@ -23,4 +23,4 @@ echo "--- C++ (bench/sdk_log_bench.cc)"
 kill $SERVER; wait $SERVER 2>/dev/null || true
 
 echo "--- Python (bench/sdk_python_bench.py)"
-PYTHONPATH="$BUILD_DIR/python" TRAINWATCH_BIN="$BUILD_DIR/bin/trainwatch" "$PY" sdk_python_bench.py
+PYTHONPATH="$BUILD_DIR/python" "$PY" sdk_python_bench.py --build-dir "$BUILD_DIR"

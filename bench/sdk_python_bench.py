@@ -12,59 +12,26 @@
 3. Points per second one SDK process delivers to a server: log N points as fast as possible,
    then the time until the client's stats say every point is acknowledged (durable).
 
-It starts its own `trainwatch serve` (TRAINWATCH_BIN, default build/bin/trainwatch) on a temp
-data directory and needs the built package on the path:
+It starts its own `trainwatch serve` (from --build-dir, default build/) on a temp data directory
+and needs the built package on the path:
 
-    PYTHONPATH=build/python TRAINWATCH_BIN=build/bin/trainwatch /usr/bin/python3 bench/sdk_python_bench.py
+    PYTHONPATH=build/python /usr/bin/python3 bench/sdk_python_bench.py --build-dir build
 """
 import argparse
 import json
 import os
 import random
 import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 import warnings
 
 import trainwatch as tw
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.environ.get("TRAINWATCH_BIN", os.path.join(REPO, "build", "bin", "trainwatch"))
+import benchlib
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    def __init__(self, work_dir):
-        self.port, self.grpc_port = free_port(), free_port()
-        self.url = "http://127.0.0.1:%d" % self.port
-        self.log = open(os.path.join(work_dir, "server.log"), "wb")
-        self.proc = subprocess.Popen(
-            [BIN, "serve", "--data-dir", os.path.join(work_dir, "data"),
-             "--listen", "127.0.0.1:%d" % self.port, "--grpc-listen", "127.0.0.1:%d" % self.grpc_port],
-            stdout=self.log, stderr=self.log, stdin=subprocess.DEVNULL)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                with urllib.request.urlopen(self.url + "/healthz", timeout=1):
-                    return
-            except OSError:
-                time.sleep(0.05)
-        raise SystemExit("trainwatch server did not start (see %s)" % self.log.name)
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait(timeout=30)
-        self.log.close()
 
 
 def percentile(sorted_values, q):
@@ -78,10 +45,10 @@ def record(step):
 
 # -- 1. log latency ----------------------------------------------------------------------------------
 
-def bench_log_latency(server, calls, work_dir):
+def bench_log_latency(url, calls, work_dir):
     print("\n## run.log of 10 metrics, %d calls (µs per call)" % calls)
     # default options: a full buffer drops the oldest points rather than blocking log()
-    run = tw.init(project="bench", id="log-latency", server=server.url, system_metrics=False)
+    run = tw.init(project="bench", id="log-latency", server=url, system_metrics=False)
     records = [record(i) for i in range(1000)]
     samples = []
     clock = time.perf_counter_ns
@@ -107,7 +74,7 @@ def bench_log_latency(server, calls, work_dir):
     report_latency("json.dumps + file.write", samples)
 
     # the binding alone, without the package's step bookkeeping
-    run = tw.init(project="bench", id="log-native", server=server.url, system_metrics=False)
+    run = tw.init(project="bench", id="log-native", server=url, system_metrics=False)
     native_log = run._native.log
     samples = []
     for i in range(calls):
@@ -188,12 +155,12 @@ def bench_training(steps, repeats, hidden, batch):
 
 # -- 3. delivery rate --------------------------------------------------------------------------------
 
-def bench_throughput(server, points):
+def bench_throughput(url, points):
     metrics_per_step = 10
     steps = points // metrics_per_step
     print("\n## delivery: %d points (%d steps x %d metrics) from one process" % (
         steps * metrics_per_step, steps, metrics_per_step))
-    run = tw.init(project="bench", id="throughput", server=server.url, system_metrics=False,
+    run = tw.init(project="bench", id="throughput", server=url, system_metrics=False,
                   overflow="block", flush_timeout_seconds=300)
     records = [record(i) for i in range(1000)]
     t0 = time.perf_counter()
@@ -217,6 +184,8 @@ def bench_throughput(server, points):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--build-dir", default=os.path.join(benchlib.REPO, "build"),
+                   help="CMake build directory holding bin/trainwatch (default: repo build/)")
     p.add_argument("--log-calls", type=int, default=100_000)
     p.add_argument("--train-steps", type=int, default=300)
     p.add_argument("--repeats", type=int, default=7)
@@ -227,21 +196,20 @@ def main():
     args = p.parse_args()
     skip = set(filter(None, args.skip.split(",")))
 
-    if not os.access(BIN, os.X_OK):
-        raise SystemExit("no trainwatch binary at %s (set TRAINWATCH_BIN)" % BIN)
     warnings.simplefilter("ignore", tw.TrainwatchWarning)  # drops are counted and printed
     work_dir = tempfile.mkdtemp(prefix="tw-sdk-bench-")
     os.environ.setdefault("TRAINWATCH_SPOOL_DIR", os.path.join(work_dir, "spool"))
     print("# trainwatch Python SDK benchmark, %d CPUs, python %s" % (
         os.cpu_count(), sys.version.split()[0]))
-    server = Server(work_dir)
+    server = benchlib.Server(args, os.path.join(work_dir, "data")).start()
+    url = "http://" + server.http
     try:
         if "log" not in skip:
-            bench_log_latency(server, args.log_calls, work_dir)
+            bench_log_latency(url, args.log_calls, work_dir)
         if "train" not in skip:
             bench_training(args.train_steps, args.repeats, args.hidden, args.batch)
         if "throughput" not in skip:
-            bench_throughput(server, args.points)
+            bench_throughput(url, args.points)
     finally:
         server.stop()
         shutil.rmtree(work_dir, ignore_errors=True)

@@ -280,12 +280,14 @@ class Server:
 
 
 class ServerFactory:
+    server_class = Server  # a subclass's factory may build a subclass (sdk/python/tests)
+
     def __init__(self, tmp_path):
         self.tmp_path = tmp_path
         self.servers = []
 
     def __call__(self, *extra_args, data_dir=None, start=True):
-        s = Server(self.tmp_path / ("server%d" % len(self.servers)), data_dir=data_dir, extra_args=extra_args)
+        s = self.server_class(self.tmp_path / ("server%d" % len(self.servers)), data_dir=data_dir, extra_args=extra_args)
         self.servers.append(s)
         if start:
             s.start()

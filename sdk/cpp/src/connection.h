@@ -27,8 +27,9 @@ class Connection {
  public:
   virtual ~Connection() = default;
   virtual const char* name() const = 0;  // "grpc" or "http"
-  // Sends one serialised WriteRequest. False if the connection broke.
-  virtual bool Send(const std::string& request) = 0;
+  // Sends one serialised WriteRequest whose sequence is `sequence` (0 for a heartbeat); its ack
+  // carries that sequence. False if the connection broke.
+  virtual bool Send(const std::string& request, uint64_t sequence) = 0;
   // Blocks for the next ack. False once the connection is broken, cancelled or closed.
   virtual bool ReadAck(v1::WriteAck* ack) = 0;
   // No more sends: ReadAck returns the outstanding acks, then false.

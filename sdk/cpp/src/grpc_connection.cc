@@ -28,7 +28,7 @@ class GrpcConnection final : public Connection {
 
   const char* name() const override { return "grpc"; }
 
-  bool Send(const std::string& bytes) override {
+  bool Send(const std::string& bytes, uint64_t /*sequence: inside the request*/) override {
     v1::WriteRequest request;
     if (!request.ParseFromString(bytes)) return false;
     return stream_->Write(request);

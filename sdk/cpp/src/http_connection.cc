@@ -77,9 +77,8 @@ Result<Reply> Perform(CURL* curl, const std::string& url, const std::string* pos
 
 // Turns the server's reply to POST /api/v1/write into an ack. 2xx and 400 (some points rejected)
 // are final; anything else means nothing was stored and the batch must be sent again.
-v1::WriteAck AckFromReply(const Reply& reply, uint64_t sequence, const std::string& writer) {
+v1::WriteAck AckFromReply(const Reply& reply, uint64_t sequence) {
   v1::WriteAck ack;
-  ack.set_writer_id(writer);
   ack.set_sequence(sequence);
   nlohmann::json j = nlohmann::json::parse(reply.body, nullptr, false);
   bool final_reply = (reply.code >= 200 && reply.code < 300) ||
@@ -112,10 +111,8 @@ class HttpConnection final : public Connection {
 
   const char* name() const override { return "http"; }
 
-  bool Send(const std::string& bytes) override {
+  bool Send(const std::string& bytes, uint64_t sequence) override {
     if (cancelled_) return false;
-    v1::WriteRequest header;  // only for the ack's writer id and sequence
-    header.ParseFromString(bytes);
     auto reply = Perform(curl_, url_, &bytes, options_, options_.request_timeout_seconds, &cancelled_);
     std::lock_guard lock(mu_);
     if (!reply.ok()) {
@@ -124,7 +121,7 @@ class HttpConnection final : public Connection {
       cv_.notify_all();
       return false;
     }
-    acks_.push_back(AckFromReply(*reply, header.sequence(), header.writer_id()));
+    acks_.push_back(AckFromReply(*reply, sequence));
     cv_.notify_all();
     return true;
   }
@@ -217,7 +214,6 @@ Result<std::string> DiscoverGrpcTarget(const ConnectOptions& options) {
 Result<std::unique_ptr<Connection>> ConnectHttp(const ConnectOptions& options) {
   auto reply = Get(options, "/healthz");
   if (!reply.ok()) return reply.status();
-  GlobalInit();
   return std::unique_ptr<Connection>(new HttpConnection(options));
 }
 

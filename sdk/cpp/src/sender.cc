@@ -90,7 +90,7 @@ void ClientCore::SenderLoop() {
       heartbeat.swap(heartbeat_);
       if (!heartbeat.empty()) in_flight_.push_back(InFlight{true, 0, 0, MonotonicNow()});
     }
-    if (!heartbeat.empty() && !connection->Send(heartbeat)) failed = true;
+    if (!heartbeat.empty() && !connection->Send(heartbeat, 0)) failed = true;
     while (!failed) {
       {
         std::lock_guard lock(sender_mu_);
@@ -108,7 +108,7 @@ void ClientCore::SenderLoop() {
         in_flight_.push_back(InFlight{false, batch->sequence, batch->points, MonotonicNow()});
       }
       batches_sent_.fetch_add(1);
-      if (!connection->Send(*batch->bytes)) failed = true;
+      if (!connection->Send(*batch->bytes, batch->sequence)) failed = true;
     }
     std::unique_lock lock(sender_mu_);
     if (!failed && !broken_) {

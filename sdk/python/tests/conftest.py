@@ -76,19 +76,8 @@ class Server(_integration.Server):
             time.sleep(0.05)
 
 
-class ServerFactory:
-    def __init__(self, tmp_path):
-        self.tmp_path = tmp_path
-        self.servers = []
-
-    def __call__(self, *extra_args):
-        s = Server(self.tmp_path / ("server%d" % len(self.servers)), extra_args=extra_args)
-        self.servers.append(s)
-        return s.start()
-
-    def stop_all(self):
-        for s in self.servers:
-            s.stop()
+class ServerFactory(_integration.ServerFactory):
+    server_class = Server
 
 
 @pytest.fixture
