@@ -13,7 +13,7 @@ APT_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   pybind11-dev python3-dev python3-numpy python3-pytest python3-grpcio python3-protobuf python3-websocket
   python3-torch python3-sklearn python3-pip python3-setuptools python3-wheel python3-venv
-  curl procps
+  curl procps prometheus-alertmanager
 )
 
 missing=()

@@ -119,11 +119,12 @@ int Sync(const std::vector<std::string>& args) {
 
 
 constexpr const char* kDetectUsage =
-    "usage: trainwatch detect FILE.jsonl...\n"
+    "usage: trainwatch detect [--resolved] FILE.jsonl...\n"
     "Runs the streaming anomaly detectors (docs/design/anomaly-detection.md) over records in the\n"
     "/write JSON-lines format, {\"run\":..,\"step\":..,\"time\":..,\"metrics\":{..}} (NaN, Infinity and\n"
     "-Infinity allowed), each run in file order, and prints one JSON alert per line:\n"
-    "{\"run\",\"kind\",\"metric\",\"step\",\"time\",\"value\",\"severity\",\"message\"}.\n";
+    "{\"run\",\"kind\",\"metric\",\"step\",\"time\",\"value\",\"severity\",\"message\"}.\n"
+    "  --resolved  also print when an incident clears (the same fields plus \"state\":\"resolved\")\n";
 
 // One record of a detect input line; metric names are owned here.
 struct DetectRecord {
@@ -189,17 +190,24 @@ int Detect(const std::vector<std::string>& args) {
     std::fputs(kDetectUsage, stderr);
     return 2;
   }
+  std::vector<std::string> files;
+  bool show_resolved = false;
   for (const std::string& a : args) {
     if (a == "--help" || a == "-h") {
       std::fputs(kDetectUsage, stdout);
       return 0;
+    }
+    if (a == "--resolved") {
+      show_resolved = true;
+    } else {
+      files.push_back(a);
     }
   }
   std::map<std::string, std::unique_ptr<trainwatch::detect::RunDetector>, std::less<>> runs;
   std::vector<trainwatch::detect::Alert> alerts;
   std::vector<std::pair<std::string_view, double>> metrics;
   int bad_lines = 0;
-  for (const std::string& path : args) {
+  for (const std::string& path : files) {
     std::ifstream in(path);
     if (!in) {
       std::fprintf(stderr, "trainwatch detect: cannot open %s\n", path.c_str());
@@ -226,7 +234,10 @@ int Detect(const std::vector<std::string>& args) {
       // Offline the next record's time plays the server's clock for `stalled`.
       it->second->CheckStalled(record.time, &alerts);
       it->second->Observe(record.step, record.time, metrics, &alerts);
-      for (const auto& a : alerts) std::printf("%s\n", trainwatch::detect::AlertToJson(a).c_str());
+      for (const auto& a : alerts) {
+        if (a.state == trainwatch::detect::AlertState::kResolved && !show_resolved) continue;
+        std::printf("%s\n", trainwatch::detect::AlertToJson(a).c_str());
+      }
     }
   }
   return bad_lines == 0 ? 0 : 1;

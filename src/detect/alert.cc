@@ -101,6 +101,7 @@ std::string AlertToJson(const Alert& a) {
   AppendString(a.severity, &out);
   out += ",\"message\":";
   AppendString(a.message, &out);
+  if (a.state == AlertState::kResolved) out += ",\"state\":\"resolved\"";
   out += "}";
   return out;
 }

@@ -28,7 +28,12 @@ std::string_view DefaultSeverity(AlertKind kind);
 // The seven kinds that describe training behaviour (inhibited together by persistent faults).
 bool IsTrainingKind(AlertKind kind);
 
+// A detector reports an incident when it starts (kFiring) and when its condition has cleared
+// (kResolved: same run, kind and metric; step and time of the record that cleared it).
+enum class AlertState { kFiring, kResolved };
+
 struct Alert {
+  AlertState state = AlertState::kFiring;
   std::string run;
   std::string kind;      // KindName()
   std::string metric;    // the metric the rule looked at ("" for time-based kinds)
@@ -40,7 +45,8 @@ struct Alert {
 };
 
 // One JSON object on one line (no newline): {"run","kind","metric","step","time","value",
-// "severity","message"}; non-finite numbers are written as null.
+// "severity","message"}, plus "state":"resolved" for a resolution; non-finite numbers are written
+// as null.
 std::string AlertToJson(const Alert& alert);
 
 }  // namespace trainwatch::detect

@@ -10,6 +10,7 @@ void GradExplosionDetector::Observe(int64_t step, double g, int64_t steps, const
                                     AlertSink& sink) {
   if (!std::isfinite(g) || g <= 0) return;
   double lg = std::log(g);
+  last_lg_ = lg;
   if (gn_.count() >= options_.warm) {
     const double limit = std::log(options_.expl_ratio);
     bool hit = lg - gn_.mean() > limit;
@@ -18,14 +19,18 @@ void GradExplosionDetector::Observe(int64_t step, double g, int64_t steps, const
     hits_ = ((hits_ << 1) | (hit ? 1u : 0u)) & mask;
     if (shock && step - shock->step <= options_.expl_shock_steps && lg - shock->gn0 > limit) {
       double ratio = std::exp(lg - shock->gn0);
-      sink.Emit(AlertKind::kGradExplosion, "grad_norm", step, ratio,
-                Format("grad norm %.1fx its level before the lr excursion at step %lld", ratio,
-                       static_cast<long long>(shock->step)));
+      if (sink.Emit(AlertKind::kGradExplosion, "grad_norm", step, ratio,
+                    Format("grad norm %.1fx its level before the lr excursion at step %lld", ratio,
+                           static_cast<long long>(shock->step)))) {
+        incident_ref_ = shock->gn0;
+      }
     } else if (std::popcount(hits_) >= options_.expl_persist) {
       double ratio = std::exp(lg - gn_.mean());
-      sink.Emit(AlertKind::kGradExplosion, "grad_norm", step, ratio,
-                Format("grad norm %.1fx its baseline on %d of the last %lld records", ratio, std::popcount(hits_),
-                       static_cast<long long>(window)));
+      if (sink.Emit(AlertKind::kGradExplosion, "grad_norm", step, ratio,
+                    Format("grad norm %.1fx its baseline on %d of the last %lld records", ratio,
+                           std::popcount(hits_), static_cast<long long>(window)))) {
+        incident_ref_ = gn_.mean();
+      }
     }
     if (hit) lg = gn_.mean() + limit;  // winsorise the baseline update
   }

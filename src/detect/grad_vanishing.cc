@@ -23,6 +23,7 @@ void GradVanishingDetector::Observe(int64_t step, MetricSpan train, int64_t step
   if (devs_.size() < 2) return;
   std::sort(devs_.begin(), devs_.end());
   double med = devs_[(devs_.size() - 1) / 2];  // lower median: at least half of the layers
+  last_median_ = med;
   if (med < limit) {
     if (++count_ >= options_.vanish_persist) {
       double ratio = std::exp(med);

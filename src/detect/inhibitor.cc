@@ -33,7 +33,7 @@ bool Inhibitor::Suppressed(AlertKind kind, int64_t step) const { return until_[I
 bool Inhibitor::Emit(const std::string& run, AlertKind kind, std::string_view metric, int64_t step, double time,
                      double value, std::string message, std::vector<Alert>* out) {
   if (Suppressed(kind, step)) return false;
-  out->push_back(Alert{run, std::string(KindName(kind)), std::string(metric), step, time, value,
+  out->push_back(Alert{AlertState::kFiring, run, std::string(KindName(kind)), std::string(metric), step, time, value,
                        std::string(DefaultSeverity(kind)), std::move(message)});
   // A persistent training fault: later training-side alerts are its consequences.
   if (IsPersistentFault(kind)) SuppressTraining();

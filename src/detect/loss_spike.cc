@@ -15,6 +15,7 @@ void LossSpikeDetector::Observe(int64_t step, double ll, int64_t steps, bool arm
   double thr = std::max(std::log(options_.spike_ratio), options_.spike_k * sigma);
   double z = ll - lo_.mean();
   bool high = z > thr;
+  holding_ = z > thr / 2;
   // While a candidate is open the baseline is frozen: a level shift must not be "recovered" by a
   // baseline that chases it.
   if (!candidate_) {

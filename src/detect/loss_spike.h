@@ -22,6 +22,8 @@ class LossSpikeDetector {
   void Observe(int64_t step, double ll, int64_t steps, bool armed, std::string_view metric, AlertSink& sink);
   // A resume drops the open candidate.
   void DropCandidate() { candidate_.reset(); }
+  // Whether the last loss was still above half the spike threshold (log scale).
+  bool Holding() const { return holding_; }
 
  private:
   struct Candidate {
@@ -31,6 +33,7 @@ class LossSpikeDetector {
   const DetectorOptions& options_;
   Ewma lo_;
   std::optional<Candidate> candidate_;
+  bool holding_ = false;
 };
 
 }  // namespace trainwatch::detect

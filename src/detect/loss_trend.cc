@@ -25,13 +25,17 @@ void LossTrendDetector::ClassifyShock(int64_t step, const Shock& shock, std::str
   double rise = slow_.mean() - shock.lo0;
   double vr = dif_fast_.mean() / std::max(shock.dif0, 1e-12);
   if (age >= options_.osc_age && age <= options_.osc_age + options_.osc_span && vr >= options_.osc_ratio) {
-    sink.Emit(AlertKind::kLossOscillation, metric, step, vr,
-              Format("loss variability %.2fx its baseline after the lr excursion at step %lld", vr,
-                     static_cast<long long>(shock.step)));
+    if (sink.Emit(AlertKind::kLossOscillation, metric, step, vr,
+                  Format("loss variability %.2fx its baseline after the lr excursion at step %lld", vr,
+                         static_cast<long long>(shock.step)))) {
+      osc_ref_ = std::max(shock.dif0, 1e-12);
+    }
   } else if (age >= options_.osc_age + options_.osc_span && rise > options_.div_rise) {
-    sink.Emit(AlertKind::kDivergence, metric, step, rise,
-              Format("smoothed log loss rose %.2f since the lr excursion at step %lld", rise,
-                     static_cast<long long>(shock.step)));
+    if (sink.Emit(AlertKind::kDivergence, metric, step, rise,
+                  Format("smoothed log loss rose %.2f since the lr excursion at step %lld", rise,
+                         static_cast<long long>(shock.step)))) {
+      div_ref_ = shock.lo0;
+    }
   }
 }
 
@@ -44,9 +48,11 @@ void LossTrendDetector::GenericDivergence(int64_t step, std::string_view metric,
   }
   if (!div_since_) div_since_ = step;
   if (step - *div_since_ >= options_.div_persist) {
-    sink.Emit(AlertKind::kDivergence, metric, step, rise,
-              Format("smoothed log loss %.2f above its minimum for %lld steps", rise,
-                     static_cast<long long>(step - *div_since_)));
+    if (sink.Emit(AlertKind::kDivergence, metric, step, rise,
+                  Format("smoothed log loss %.2f above its minimum for %lld steps", rise,
+                         static_cast<long long>(step - *div_since_)))) {
+      div_ref_ = *lo_min_;
+    }
   }
 }
 

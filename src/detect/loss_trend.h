@@ -3,6 +3,7 @@
 // section 2). State: three Ewmas and five scalars.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -29,6 +30,15 @@ class LossTrendDetector {
   double level() const { return slow_.mean(); }            // m_slow (ln)
   double variability() const { return dif_base_.mean(); }  // dif baseline
 
+  // After a divergence alert: whether the smoothed log loss is still above the alert's reference
+  // level (the minimum, or the level before the lr excursion) by half of div_rise.
+  bool DivergenceHolding() const { return div_ref_ && slow_.mean() - *div_ref_ > options_.div_rise / 2; }
+  // After an oscillation alert: whether the fast variability is still above the square root of
+  // osc_ratio times the variability before the excursion (half the threshold, log scale).
+  bool OscillationHolding() const {
+    return osc_ref_ && dif_fast_.mean() / *osc_ref_ > std::sqrt(options_.osc_ratio);
+  }
+
  private:
   void ClassifyShock(int64_t step, const Shock& shock, std::string_view metric, AlertSink& sink);
   void GenericDivergence(int64_t step, std::string_view metric, AlertSink& sink);
@@ -40,6 +50,8 @@ class LossTrendDetector {
   std::optional<double> last_ll_;
   std::optional<double> lo_min_;
   std::optional<int64_t> div_since_;
+  std::optional<double> div_ref_;  // reference level (ln) of the last divergence alert
+  std::optional<double> osc_ref_;  // reference variability of the last oscillation alert
 };
 
 }  // namespace trainwatch::detect

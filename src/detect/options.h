@@ -84,6 +84,10 @@ struct DetectorOptions {
   double stall_floor = 300.0;       // seconds; thr = max(stall_floor, stall_mult * dt_max)
   double stall_mult = 10.0;
 
+  // Incident resolution: an open incident resolves once its statistic has stayed under half its
+  // threshold (log scale) for this many consecutive observations (`stalled`: at the next step).
+  int64_t resolve_records = 10;
+
   // nan.
   int64_t dead_after = 3;           // consecutive non-finite training records: the run is dead
   bool nan_include_eval = false;    // non-finite eval metrics raise `nan` too

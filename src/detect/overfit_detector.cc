@@ -27,11 +27,13 @@ void OverfitDetector::Observe(int64_t step, double v, double train_level, std::s
     train_at_min_ = train_level;
     up_ = 0;
     since_min_ = 0;
+    holding_ = false;
     return;
   }
   ++since_min_;
   double rise = smooth_ - *min_;
   double thr = std::max(std::log(1 + options_.of_rel), options_.of_k_noise * noise_);
+  holding_ = rise > thr / 2;
   bool train_fell = train_level < train_at_min_ + std::log(1 - options_.of_train_drop);
   if (since_min_ <= options_.of_window && rise > thr && train_fell) {
     if (++up_ >= options_.of_k) {

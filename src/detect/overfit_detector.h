@@ -17,6 +17,8 @@ class OverfitDetector {
 
   // One finite eval loss v; `train_level` is the slow train-loss level m_slow (ln).
   void Observe(int64_t step, double v, double train_level, std::string_view metric, AlertSink& sink);
+  // Whether the smoothed eval loss is still above its minimum by half the rise threshold.
+  bool Holding() const { return holding_; }
 
  private:
   const DetectorOptions& options_;
@@ -30,6 +32,7 @@ class OverfitDetector {
   double train_at_min_ = 0;
   int64_t since_min_ = 0;
   int64_t up_ = 0;
+  bool holding_ = false;
 };
 
 }  // namespace trainwatch::detect

@@ -13,6 +13,7 @@ void PlateauDetector::Observe(int64_t step, std::optional<double> ur, std::optio
     // (param_norm differences are not usable: logged with ~6 digits they are exactly 0 in healthy
     // low-lr phases.)
     if (!lr || !std::isfinite(*lr)) return;
+    holding_ = *lr <= lr_floor;
     if (lrc.lr_dropped() && *lr <= lr_floor) {
       if (++count_ >= options_.plateau_persist) {
         sink.Emit(AlertKind::kPlateau, options_.bindings.lr.empty() ? "" : options_.bindings.lr.front(), step, *lr,
@@ -28,6 +29,7 @@ void PlateauDetector::Observe(int64_t step, std::optional<double> ur, std::optio
   double lu = std::log(std::max(*ur, 1e-30));
   if (ur_.count() >= options_.warm) {
     bool collapsed = lu - ur_.mean() < -std::log(options_.plateau_ratio);
+    holding_ = lu - ur_.mean() < -std::log(options_.plateau_ratio) / 2;
     // A collapse is a fault when the lr did not decay into it: lr unchanged (stale optimizer) or
     // dropped >= 100x in one record (schedule bug).
     bool sudden = !lr || lrc.lr_dropped() || *lr > lr_floor;

@@ -20,11 +20,15 @@ class PlateauDetector {
   // this record's lr.
   void Observe(int64_t step, std::optional<double> update_ratio, std::optional<double> lr, const LrContext& lr_context,
                int64_t steps, AlertSink& sink);
+  // Whether the last record still showed the collapse: an update ratio below half the threshold
+  // (log scale) of its baseline, or the lr still at the dropped level.
+  bool Holding() const { return holding_; }
 
  private:
   const DetectorOptions& options_;
   Ewma ur_;
   int64_t count_ = 0;
+  bool holding_ = false;
 };
 
 }  // namespace trainwatch::detect

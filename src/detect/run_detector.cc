@@ -21,7 +21,57 @@ RunDetector::RunDetector(std::string run, DetectorOptions options)
 
 void RunDetector::CheckStalled(double now, std::vector<Alert>* out) {
   AlertSink sink{inhibitor_, run_, now, out};
+  size_t first = out->size();
   time_.CheckStalled(now, sink);
+  OpenIncidents(*out, first);
+}
+
+void RunDetector::OpenIncidents(const std::vector<Alert>& out, size_t first) {
+  for (size_t i = first; i < out.size(); ++i) {
+    if (out[i].state != AlertState::kFiring) continue;
+    for (int k = 0; k < kAlertKindCount; ++k) {
+      if (KindName(static_cast<AlertKind>(k)) != out[i].kind) continue;
+      Incident& incident = incidents_[k];
+      incident.open = true;
+      incident.clear = 0;
+      incident.metric = out[i].metric;
+    }
+  }
+}
+
+void RunDetector::ObserveCondition(AlertKind kind, bool holding, int64_t needed, int64_t step, double time,
+                                   std::vector<Alert>* out) {
+  Incident& incident = incidents_[static_cast<int>(kind)];
+  if (!incident.open) return;
+  if (holding) {
+    incident.clear = 0;
+    return;
+  }
+  if (++incident.clear < std::max<int64_t>(1, needed)) return;
+  incident.open = false;
+  Alert a;
+  a.state = AlertState::kResolved;
+  a.run = run_;
+  a.kind = std::string(KindName(kind));
+  a.metric = incident.metric;
+  a.step = step;
+  a.time = time;
+  a.severity = std::string(DefaultSeverity(kind));
+  a.message = Format("%s cleared at step %lld", a.kind.c_str(), static_cast<long long>(step));
+  out->push_back(std::move(a));
+}
+
+void RunDetector::ObserveTrainingConditions(int64_t step, double time, bool nonfinite, bool had_grad_norm,
+                                            std::vector<Alert>* out) {
+  const int64_t n = options_.resolve_records;
+  ObserveCondition(AlertKind::kNan, nonfinite, n, step, time, out);
+  if (nonfinite) return;  // the other detectors did not look at this record
+  if (had_grad_norm) ObserveCondition(AlertKind::kGradExplosion, explosion_.Holding(), n, step, time, out);
+  ObserveCondition(AlertKind::kGradVanishing, vanishing_.Holding(), n, step, time, out);
+  ObserveCondition(AlertKind::kLossSpike, spike_.Holding(), n, step, time, out);
+  ObserveCondition(AlertKind::kDivergence, trend_.DivergenceHolding(), n, step, time, out);
+  ObserveCondition(AlertKind::kLossOscillation, trend_.OscillationHolding(), n, step, time, out);
+  ObserveCondition(AlertKind::kPlateau, plateau_.Holding(), n, step, time, out);
 }
 
 void RunDetector::Resume(int64_t step) {
@@ -35,10 +85,16 @@ void RunDetector::Resume(int64_t step) {
 void RunDetector::Observe(int64_t step, double time, std::span<const std::pair<std::string_view, double>> metrics,
                           std::vector<Alert>* out) {
   AlertSink sink{inhibitor_, run_, time, out};
+  const size_t first = out->size();
   ++records_;
   if (max_step_ && step < *max_step_) Resume(step);
   if (!max_step_ || step > *max_step_) max_step_ = step;
+  const bool stalled = time_.Stalled();
   time_.Observe(step, time, sink);
+  OpenIncidents(*out, first);
+  if (stalled) ObserveCondition(AlertKind::kStalled, time_.Stalled(), 1, step, time, out);
+  ObserveCondition(AlertKind::kThroughputDrop, time_.ThroughputHolding(), options_.resolve_records, step, time,
+                   out);
 
   train_.clear();
   for (const auto& m : metrics) {
@@ -47,11 +103,19 @@ void RunDetector::Observe(int64_t step, double time, std::span<const std::pair<s
   if (!train_.empty()) {
     steps_ = train_step_ ? std::max<int64_t>(1, step - *train_step_) : 1;
     train_step_ = step;
-    if (!NanCheck(step, options_.nan_include_eval ? metrics : MetricSpan(train_), sink)) return;
-    TrainingDetectors(step, sink);
+    size_t before = out->size();
+    bool finite = NanCheck(step, options_.nan_include_eval ? metrics : MetricSpan(train_), sink);
+    if (finite) TrainingDetectors(step, sink);
+    OpenIncidents(*out, before);
+    bool had_grad_norm = PickMetric(train_, options_.bindings.grad_norm).has_value();
+    ObserveTrainingConditions(step, time, !finite, had_grad_norm, out);
+    if (!finite) return;
   }
   if (auto v = PickMetric(metrics, options_.bindings.eval_loss); v && std::isfinite(v->value)) {
+    size_t before = out->size();
     overfit_.Observe(step, v->value, trend_.level(), v->name, sink);
+    OpenIncidents(*out, before);
+    ObserveCondition(AlertKind::kOverfitting, overfit_.Holding(), options_.resolve_records, step, time, out);
   }
 }
 

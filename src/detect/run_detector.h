@@ -1,11 +1,14 @@
 // RunDetector: every streaming anomaly detector of one run (docs/design/anomaly-detection.md).
-// Feed it each committed record in commit order; it appends the alerts that record causes. State
+// Feed it each committed record in commit order; it appends the alerts that record causes: an
+// incident's start (AlertState::kFiring) and, once its condition has cleared for
+// `resolve_records` observations, its end (kResolved; `stalled` resolves at the next step). State
 // is bounded (O(1) per run plus one baseline per per-layer grad-norm series) and it never reads a
 // clock: every rule uses the records' own timestamps, or the `now` handed to CheckStalled.
 //
 // Thread-safety: none; one owner calls it (the server serialises per run).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -43,6 +46,9 @@ class RunDetector {
   // passes the next record's time, online the server's clock. One alert per gap.
   void CheckStalled(double now, std::vector<Alert>* out);
 
+  // Replaces the thresholds in place (a rule reload): every baseline and open incident is kept.
+  void SetOptions(const DetectorOptions& options) { options_ = options; }
+
   const std::string& run() const { return run_; }
   const DetectorOptions& options() const { return options_; }
 
@@ -52,8 +58,22 @@ class RunDetector {
   bool NanCheck(int64_t step, MetricSpan metrics, AlertSink& sink);
   void TrainingDetectors(int64_t step, AlertSink& sink);
 
+  // Incidents: which kinds are open, and how long their condition has been clear.
+  struct Incident {
+    bool open = false;
+    int64_t clear = 0;  // consecutive observations without the condition
+    std::string metric;
+  };
+  void OpenIncidents(const std::vector<Alert>& out, size_t first);
+  // One observation of `kind`'s condition; appends the resolution when it has cleared long enough.
+  void ObserveCondition(AlertKind kind, bool holding, int64_t needed, int64_t step, double time,
+                        std::vector<Alert>* out);
+  void ObserveTrainingConditions(int64_t step, double time, bool nonfinite, bool had_grad_norm,
+                                 std::vector<Alert>* out);
+
   const std::string run_;
-  const DetectorOptions options_;
+  // Detectors hold a reference to this member; SetOptions assigns it in place.
+  DetectorOptions options_;
   Inhibitor inhibitor_;
   TimeDetectors time_;
   LrContext lr_;
@@ -72,6 +92,7 @@ class RunDetector {
   bool prev_nonfinite_ = false;
   int64_t nonfinite_run_ = 0;
   std::vector<std::pair<std::string_view, double>> train_;  // scratch: this record's training metrics
+  std::array<Incident, kAlertKindCount> incidents_;
 };
 
 }  // namespace trainwatch::detect

@@ -32,20 +32,28 @@ class Scenario {
   }
   void CheckStalled(double now) { detector_->CheckStalled(now, &alerts_); }
 
-  // "kind@step" for each alert, in order.
-  std::vector<std::string> Summary() const {
-    std::vector<std::string> out;
-    for (const Alert& a : alerts_) out.push_back(a.kind + "@" + std::to_string(a.step));
-    return out;
-  }
+  // "kind@step" for each incident start, in order.
+  std::vector<std::string> Summary() const { return Describe(AlertState::kFiring); }
+  // "kind@step" for each incident end, in order.
+  std::vector<std::string> Resolutions() const { return Describe(AlertState::kResolved); }
   std::vector<std::string> Kinds() const {
     std::vector<std::string> out;
-    for (const Alert& a : alerts_) out.push_back(a.kind);
+    for (const Alert& a : alerts_) {
+      if (a.state == AlertState::kFiring) out.push_back(a.kind);
+    }
     return out;
   }
   const std::vector<Alert>& alerts() const { return alerts_; }
 
  private:
+  std::vector<std::string> Describe(AlertState state) const {
+    std::vector<std::string> out;
+    for (const Alert& a : alerts_) {
+      if (a.state == state) out.push_back(a.kind + "@" + std::to_string(a.step));
+    }
+    return out;
+  }
+
   std::unique_ptr<RunDetector> detector_;  // owned; RunDetector is not movable
   std::vector<Alert> alerts_;
 };
@@ -360,8 +368,87 @@ TEST(RunDetectorTest, ResumeFromCheckpointIsNotAnAlert) {
   EXPECT_THAT(sc.Summary(), testing::IsEmpty());
 }
 
+// ---- incident resolution
+TEST(RunDetectorTest, NanResolvesAfterResolveRecordsFiniteRecords) {
+  Scenario sc = RunHealthy(300, [](int64_t s, Metrics* m) {
+    if (s == 100 || s == 101) Set(m, "loss", NAN);  // an AMP overflow that recovered
+  });
+  EXPECT_THAT(sc.Summary(), testing::ElementsAre("nan@100"));
+  EXPECT_THAT(sc.Resolutions(), testing::ElementsAre("nan@111"));  // 10 finite records: 102..111
+}
+
+TEST(RunDetectorTest, DeadRunNanNeverResolves) {
+  Scenario sc = RunHealthy(400, [](int64_t s, Metrics* m) {
+    if (s >= 200) Set(m, "loss", NAN);
+  });
+  EXPECT_THAT(sc.Summary(), testing::ElementsAre("nan@200"));
+  EXPECT_THAT(sc.Resolutions(), testing::IsEmpty());
+}
+
+TEST(RunDetectorTest, GradExplosionResolvesWhenNormsReturnBelowHalfTheThreshold) {
+  Scenario sc = RunHealthy(400, [](int64_t s, Metrics* m) {
+    if (s >= 300 && s < 320) Set(m, "grad_norm", 50.0);
+    if (s >= 320 && s < 330) Set(m, "grad_norm", 4.0);  // above sqrt(10): still holding
+  });
+  EXPECT_THAT(sc.Summary(), testing::ElementsAre("grad_explosion@302"));
+  EXPECT_THAT(sc.Resolutions(), testing::ElementsAre("grad_explosion@339"));
+}
+
+TEST(RunDetectorTest, StalledResolvesAtTheNextStep) {
+  Scenario sc;
+  HealthyRun h;
+  for (int64_t s = 0; s <= 100; ++s) sc.Add(s, kT0 + s, h.At(s));
+  sc.CheckStalled(kT0 + 100 + 301);
+  EXPECT_THAT(sc.Resolutions(), testing::IsEmpty());
+  sc.Add(101, kT0 + 100 + 400, h.At(101));
+  EXPECT_THAT(sc.Resolutions(), testing::ElementsAre("stalled@101"));
+}
+
+TEST(RunDetectorTest, LossSpikeResolvesOnceTheLossStaysDown) {
+  Scenario sc = RunHealthy(400, [](int64_t s, Metrics* m) {
+    if (s == 300) Set(m, "loss", 20.0);
+  });
+  EXPECT_THAT(sc.Summary(), testing::ElementsAre("loss_spike@301"));
+  EXPECT_THAT(sc.Resolutions(), testing::ElementsAre("loss_spike@310"));
+}
+
+TEST(RunDetectorTest, ThroughputDropResolvesWhenTheSpeedComesBack) {
+  Scenario sc;
+  HealthyRun h;
+  double t = kT0;
+  for (int64_t s = 0; s < 700; ++s) {
+    t += (s >= 300 && s < 400) ? 3.0 : 1.0;
+    sc.Add(s, t, h.At(s));
+  }
+  EXPECT_THAT(sc.Summary(), testing::ElementsAre("throughput_drop@329"));
+  ASSERT_EQ(sc.Resolutions().size(), 1u);
+  EXPECT_THAT(sc.Resolutions()[0], testing::StartsWith("throughput_drop@4"));
+}
+
+TEST(RunDetectorTest, SetOptionsKeepsBaselines) {
+  HealthyRun h;
+  RunDetector d("run");
+  std::vector<Alert> out;
+  auto feed = [&](int64_t s, Metrics m) {
+    std::vector<std::pair<std::string_view, double>> view(m.begin(), m.end());
+    d.Observe(s, kT0 + s, view, &out);
+  };
+  for (int64_t s = 0; s < 300; ++s) feed(s, h.At(s));
+  DetectorOptions stricter;
+  stricter.expl_ratio = 5;
+  d.SetOptions(stricter);
+  for (int64_t s = 300; s < 303; ++s) {
+    Metrics m = h.At(s);
+    Set(&m, "grad_norm", 7.0);  // 7x: an explosion only under the new ratio, against the old baseline
+    feed(s, m);
+  }
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].kind, "grad_explosion");
+  EXPECT_EQ(out[0].step, 302);
+}
+
 TEST(RunDetectorTest, AlertToJsonWritesEveryField) {
-  Alert a{"r\"1", "nan", "loss", 7, 1.5, NAN, "critical", "x"};
+  Alert a{AlertState::kFiring, "r\"1", "nan", "loss", 7, 1.5, NAN, "critical", "x"};
   EXPECT_EQ(AlertToJson(a),
             "{\"run\":\"r\\\"1\",\"kind\":\"nan\",\"metric\":\"loss\",\"step\":7,\"time\":1.5,\"value\":null,"
             "\"severity\":\"critical\",\"message\":\"x\"}");

@@ -63,12 +63,15 @@ void TimeDetectors::Throughput(int64_t step, double step_duration, AlertSink& si
   ++durations_;
   if (ring_.size() < window) return;
   double med = RingMedian();
+  last_median_ = med;
   if (durations_ > options_.warm && med - base_.mean() > std::log(options_.tp_ratio)) {
     if (++over_count_ >= options_.tp_persist) {
       double ratio = std::exp(med - base_.mean());
-      sink.Emit(AlertKind::kThroughputDrop, "", step, ratio,
-                Format("median step duration %.2fx its baseline for %lld records", ratio,
-                       static_cast<long long>(over_count_)));
+      if (sink.Emit(AlertKind::kThroughputDrop, "", step, ratio,
+                    Format("median step duration %.2fx its baseline for %lld records", ratio,
+                           static_cast<long long>(over_count_)))) {
+        drop_ref_ = base_.mean();
+      }
       base_.set_mean(med);  // the slow speed is the new normal: one alert per drop
       over_count_ = 0;
     }

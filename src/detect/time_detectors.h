@@ -3,6 +3,7 @@
 // durations and one Ewma.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -24,6 +25,11 @@ class TimeDetectors {
   void CheckStalled(double now, AlertSink& sink);
   // After a resume: no time delta across the restart.
   void ForgetLastTime() { has_prev_ = false; }
+  // Whether a stall was reported and no step has arrived since.
+  bool Stalled() const { return stall_reported_; }
+  // After a throughput_drop alert: whether the median step duration is still above the square
+  // root of tp_ratio times the speed before the drop (half the threshold, log scale).
+  bool ThroughputHolding() const { return last_median_ - drop_ref_ > std::log(options_.tp_ratio) / 2; }
 
  private:
   double StallThreshold() const;
@@ -42,6 +48,8 @@ class TimeDetectors {
   std::vector<double> scratch_;
   int64_t durations_ = 0;
   int64_t over_count_ = 0;
+  double last_median_ = 0;  // ln of the last median step duration
+  double drop_ref_ = 0;     // ln baseline duration before the last drop
   Ewma base_;
 };
 
