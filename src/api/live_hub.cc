@@ -66,6 +66,17 @@ void LiveHub::OnMessage(const std::shared_ptr<WebSocketPeer>& peer, std::string_
   peer->Send(R"({"type":"subscribed"})");
 }
 
+void LiveHub::PublishAlert(const std::string& project, const std::string& run, const std::string& alert_json) {
+  std::string out = R"({"type":"alert","alert":)" + alert_json + "}";
+  std::lock_guard lock(mu_);
+  for (auto& [id, sub] : subs_) {
+    if (!sub.subscribed || (!sub.all_projects && sub.project != project)) continue;
+    if (!sub.runs.empty() && !sub.runs.count(run)) continue;
+    sub.peer->Send(out);
+    messages_.Add();
+  }
+}
+
 void LiveHub::Publish(const v1::WriteRequest& request) {
   std::lock_guard lock(mu_);
   if (subs_.empty()) return;

@@ -5,7 +5,9 @@
 // (empty or missing lists mean everything in the project; a missing project means every project) and
 // receives, for every committed write that matches,
 //   {"type": "points", "project": "p", "run": "r1", "metrics": {"loss": [[step, time, value], ...]}}
-// Alerts will use the same channel. Thread-safe.
+// and, for every alert created or changed in a subscribed project (and run, if runs are listed),
+//   {"type": "alert", "alert": {...}}   (the alert as GET /api/v1/alerts shows it)
+// Thread-safe.
 #pragma once
 
 #include <memory>
@@ -29,6 +31,8 @@ class LiveHub {
   WebSocketHandler Handler();
   // Called by the engine after each committed write; never blocks on a subscriber.
   void Publish(const v1::WriteRequest& request);
+  // Pushes {"type":"alert","alert":<alert_json>} to the subscribers of `project` and `run`.
+  void PublishAlert(const std::string& project, const std::string& run, const std::string& alert_json);
   size_t subscribers() const;
 
  private:

@@ -1,8 +1,10 @@
 // The REST API: registers every endpoint of docs/api.md on an HttpServer.
 #pragma once
 
+#include <functional>
 #include <string>
 
+#include "alerting/alert_manager.h"
 #include "api/http_server.h"
 #include "api/live_hub.h"
 #include "common/metrics_registry.h"
@@ -25,18 +27,24 @@ struct ApiContext {
   MetricsRegistry& metrics;
   LiveHub& live;
   ServerInfo server;
+  Clock& clock;
+  alerting::AlertManager* alerts = nullptr;  // null: alert routes are not registered
+  // Re-reads the rule file and applies it; the error names file and line. Null without a file.
+  std::function<Result<std::string>()> reload_rules;
 };
 
 void RegisterWriteRoutes(HttpServer& server, ApiContext& ctx);  // write_routes.cc
 void RegisterQueryRoutes(HttpServer& server, ApiContext& ctx);  // query_routes.cc
 void RegisterRunDataRoutes(HttpServer& server, ApiContext& ctx);  // run_data_routes.cc
 void RegisterOpsRoutes(HttpServer& server, ApiContext& ctx);    // ops_routes.cc
+void RegisterAlertRoutes(HttpServer& server, ApiContext& ctx);  // alert_routes.cc
 
 inline void RegisterRoutes(HttpServer& server, ApiContext& ctx) {
   RegisterWriteRoutes(server, ctx);
   RegisterQueryRoutes(server, ctx);
   RegisterRunDataRoutes(server, ctx);
   RegisterOpsRoutes(server, ctx);
+  RegisterAlertRoutes(server, ctx);
   server.WebSocket("/api/v1/live", ctx.live.Handler());
 }
 

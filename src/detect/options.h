@@ -21,8 +21,10 @@ struct MetricBindings {
   std::vector<std::string> lr = {"lr", "learning_rate", "train/lr"};
   std::vector<std::string> update_ratio = {"update_ratio"};
   std::vector<std::string> eval_loss = {"val_loss", "val/loss", "eval/loss", "eval_loss"};
-  // A metric whose name starts with one of these is an eval metric; all others are training metrics.
-  std::vector<std::string> eval_prefixes = {"val", "eval", "test", "valid"};
+  // A metric whose name starts with one of these words (followed by the end of the name or a
+  // character that is not a letter or digit: `val_loss`, `eval/acc`, not `value_loss`) is an eval
+  // metric; all others are training metrics.
+  std::vector<std::string> eval_prefixes = {"val", "eval", "test", "valid", "validation", "dev"};
 };
 
 struct DetectorOptions {

@@ -87,8 +87,10 @@ void RunDetector::Observe(int64_t step, double time, std::span<const std::pair<s
   AlertSink sink{inhibitor_, run_, time, out};
   const size_t first = out->size();
   ++records_;
-  if (max_step_ && step < *max_step_) Resume(step);
-  if (!max_step_ || step > *max_step_) max_step_ = step;
+  // A step below the previous record's: the run resumed from a checkpoint (once, not again for
+  // every record it replays below the old maximum).
+  if (last_step_ && step < *last_step_) Resume(step);
+  last_step_ = step;
   const bool stalled = time_.Stalled();
   time_.Observe(step, time, sink);
   OpenIncidents(*out, first);

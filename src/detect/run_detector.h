@@ -85,7 +85,7 @@ class RunDetector {
   OverfitDetector overfit_;
 
   int64_t records_ = 0;
-  std::optional<int64_t> max_step_;
+  std::optional<int64_t> last_step_;  // the previous record's step
   std::optional<int64_t> train_step_;
   int64_t steps_ = 1;              // steps since the previous training record
   int64_t restart_until_ = -1;     // no loss_spike / generic divergence up to this step

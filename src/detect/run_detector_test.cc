@@ -2,6 +2,8 @@
 // traps of docs/design/anomaly-detection.md.
 #include "detect/run_detector.h"
 
+#include "detect/metric_bindings.h"
+
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -366,6 +368,17 @@ TEST(RunDetectorTest, ResumeFromCheckpointIsNotAnAlert) {
     sc.Add(s, kT0 + 499 + 180 + static_cast<double>(s - 400), m);
   }
   EXPECT_THAT(sc.Summary(), testing::IsEmpty());
+}
+
+TEST(RunDetectorTest, EvalPrefixesAreWholeWords) {
+  MetricBindings b;
+  EXPECT_TRUE(IsEvalMetric("val_loss", b));
+  EXPECT_TRUE(IsEvalMetric("val/loss", b));
+  EXPECT_TRUE(IsEvalMetric("validation.loss", b));
+  EXPECT_TRUE(IsEvalMetric("eval", b));
+  EXPECT_FALSE(IsEvalMetric("value_loss", b));  // an RL critic's training loss
+  EXPECT_FALSE(IsEvalMetric("testing_time", b));
+  EXPECT_FALSE(IsEvalMetric("loss", b));
 }
 
 // ---- incident resolution

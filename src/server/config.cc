@@ -32,6 +32,9 @@ constexpr Setting kSettings[] = {
     {"--disk-guard-min-age", "TRAINWATCH_DISK_GUARD_MIN_AGE", "disk_guard_min_age", "finished runs older than this may be deleted when the disk is full (default 7d)"},
     {"--retention-interval", "TRAINWATCH_RETENTION_INTERVAL", "retention_interval", "how often retention runs (default 60s)"},
     {"--checkpoint-interval", "TRAINWATCH_CHECKPOINT_INTERVAL", "checkpoint_interval", "seal and checkpoint at least this often while written to (default 5m)"},
+    {"--alerting", "TRAINWATCH_ALERTING", "alerting", "YAML file of alert rules, detector settings, receivers and routes (docs/rules.md, docs/notifications.md); re-read on SIGHUP"},
+    {"--external-url", "TRAINWATCH_EXTERNAL_URL", "external_url", "base URL of this server in alert links (default http://LISTEN)"},
+    {"--alert-cooldown", "TRAINWATCH_ALERT_COOLDOWN", "alert_cooldown", "an incident that recurs within this after resolving reopens its alert without notifying again (default 10m)"},
 };
 
 Result<uint64_t> ParseCount(const std::string& name, const std::string& text) {
@@ -58,6 +61,14 @@ Status Apply(ServerConfig* c, const std::string& key, const std::string& value, 
     }
   } else if (key == "api_key") {
     c->api_key = value;
+  } else if (key == "alerting") {
+    c->alerting_file = value;
+  } else if (key == "external_url") {
+    if (value.rfind("http://", 0) != 0 && value.rfind("https://", 0) != 0) {
+      return Status::InvalidArgument(where + ": external_url must start with http:// or https://");
+    }
+    c->external_url = value;
+    while (!c->external_url.empty() && c->external_url.back() == '/') c->external_url.pop_back();
   } else if (key == "retention") {
     size_t start = 0;
     while (start < value.size()) {
@@ -72,11 +83,13 @@ Status Apply(ServerConfig* c, const std::string& key, const std::string& value, 
       if (!age.ok()) return wrap(age.status());
       c->retention_max_age[item.substr(0, eq)] = *age;
     }
-  } else if (key == "disk_guard_min_age" || key == "retention_interval" || key == "checkpoint_interval") {
+  } else if (key == "disk_guard_min_age" || key == "retention_interval" || key == "checkpoint_interval" ||
+             key == "alert_cooldown") {
     Result<double> d = ParseDuration(value);
     if (!d.ok()) return wrap(d.status());
     if (key == "disk_guard_min_age") c->disk_guard_min_age_seconds = *d;
     else if (key == "retention_interval") c->retention_interval_seconds = *d;
+    else if (key == "alert_cooldown") c->alert_cooldown_seconds = *d;
     else c->checkpoint_interval_seconds = *d;
   } else if (key == "disk_guard_percent") {
     double v = 0;

@@ -41,6 +41,11 @@ struct ServerConfig {
   double disk_guard_percent = 95;
   double disk_guard_min_age_seconds = 7 * 86400;
   double retention_interval_seconds = 60;
+  // Alerting: the rule/receiver file ("" = built-in detectors with defaults, no notifiers), the
+  // base of chart links ("" = http://<listen>), and the flapping cooldown.
+  std::string alerting_file;
+  std::string external_url;
+  double alert_cooldown_seconds = 600;
 };
 
 // Parses a duration: "90" (seconds), "10s", "15m", "12h", "30d", "2w".

@@ -6,6 +6,8 @@
 #include <mutex>
 #include <thread>
 
+#include "alerting/alert_manager.h"
+#include "alerting/alerting_file.h"
 #include "api/http_server.h"
 #include "api/live_hub.h"
 #include "api/routes.h"
@@ -15,6 +17,7 @@
 #include "common/metrics_registry.h"
 #include "ingest/grpc_service.h"
 #include "ingest/ingestor.h"
+#include "notify/outbox.h"
 #include "server/data_dir_lock.h"
 #include "server/liveness.h"
 #include "server/version.h"
@@ -36,6 +39,9 @@ struct Server::Parts {
   std::unique_ptr<ingest::Ingestor> ingestor;
   std::unique_ptr<LivenessMonitor> liveness;
   std::unique_ptr<api::LiveHub> live;
+  std::unique_ptr<notify::NotificationOutbox> outbox;
+  std::unique_ptr<alerting::AlertManager> alerts;
+  std::mutex reload_mu;  // one rule reload at a time
   std::unique_ptr<api::ApiContext> api;
   std::unique_ptr<api::HttpServer> http;
   std::unique_ptr<ingest::IngestService> grpc_service;
@@ -51,6 +57,23 @@ struct Server::Parts {
   ~Parts() {
     StopRetention();
     if (liveness) liveness->Stop();
+    if (alerts) alerts->Stop();
+    if (outbox) outbox->Stop();
+  }
+
+  // Re-reads the alerting file; on success swaps rules, receivers and routes (detector state and
+  // unchanged rules' state are kept). Returns a one-line summary or the file's first error.
+  Result<std::string> ReloadAlerting() {
+    std::lock_guard lock(reload_mu);
+    TW_ASSIGN_OR_RETURN(alerting::AlertingFile file,
+                        alerting::LoadAlertingFile(PosixFileSystem(), config.alerting_file));
+    TW_RETURN_IF_ERROR(outbox->Reload(file.notify));
+    size_t rules = file.rules->rule_count(), receivers = file.notify.receivers.size();
+    alerts->Reload(std::move(file.rules));
+    std::string summary = config.alerting_file + ": " + std::to_string(rules) + " rules, " +
+                          std::to_string(receivers) + " receivers";
+    logger->Info("alerting reloaded", {{"summary", summary}});
+    return summary;
   }
 
   void StopRetention() {
@@ -135,9 +158,30 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   p->liveness = std::make_unique<LivenessMonitor>(*p->engine, *p->ingestor, p->clock, log);
   p->liveness->Start();
   p->live = std::make_unique<api::LiveHub>(p->metrics);
-  p->engine->SetCommitListener([live = p->live.get()](const v1::WriteRequest& request,
-                                                      const storage::WriteOutcome& outcome) {
-    if (!outcome.duplicate_batch && outcome.points_written > 0) live->Publish(request);
+
+  // Alerting: rules and receivers from one file; alerts in <data>/alerts, deliveries in <data>/notify.
+  auto alerting_file = alerting::LoadAlertingFile(PosixFileSystem(), config.alerting_file);
+  if (!alerting_file.ok()) return alerting_file.status().WithContext("reading the alerting file");
+  notify::OutboxOptions outbox_options;
+  TW_ASSIGN_OR_RETURN(p->outbox, notify::NotificationOutbox::Open(config.data_dir + "/notify", alerting_file->notify,
+                                                                  outbox_options, log, p->metrics));
+  alerting::AlertManagerOptions alert_options;
+  alert_options.cooldown_seconds = config.alert_cooldown_seconds;
+  alert_options.external_url = config.external_url.empty()
+                                   ? "http://" + config.listen.host + ":" + std::to_string(config.listen.port)
+                                   : config.external_url;
+  TW_ASSIGN_OR_RETURN(p->alerts, alerting::AlertManager::Open(alert_options, PosixFileSystem(), config.data_dir + "/alerts",
+                                                              p->clock, log, p->metrics, alerting_file->rules));
+  p->alerts->SetNotify([outbox = p->outbox.get()](const notify::Notification& n) { return outbox->Enqueue(n); });
+  p->alerts->SetChangeListener([live = p->live.get()](const alerting::AlertRecord& a) {
+    live->PublishAlert(a.project, a.run, a.ToJson().dump());
+  });
+  p->alerts->Start();
+  p->engine->SetCommitListener([live = p->live.get(), alerts = p->alerts.get()](
+                                   const v1::WriteRequest& request, const storage::WriteOutcome& outcome) {
+    if (outcome.duplicate_batch) return;
+    if (outcome.points_written > 0) live->Publish(request);
+    alerts->OnCommit(request);
   });
 
   // gRPC first: /api/v1/info tells clients the port it is bound to.
@@ -162,7 +206,8 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   info.grpc_address = grpc_address.substr(0, grpc_address.rfind(':') + 1) + std::to_string(p->grpc_port);
   info.api_key_required = !config.api_key.empty();
   p->api = std::make_unique<api::ApiContext>(
-      api::ApiContext{*p->engine, *p->ingestor, p->metrics, *p->live, std::move(info)});
+      api::ApiContext{*p->engine, *p->ingestor, p->metrics, *p->live, std::move(info), p->clock, p->alerts.get()});
+  if (!config.alerting_file.empty()) p->api->reload_rules = [parts = p.get()] { return parts->ReloadAlerting(); };
   api::HttpServerOptions http_options;
   http_options.host = config.listen.host;
   http_options.port = config.listen.port;
@@ -185,6 +230,11 @@ uint16_t Server::http_port() const { return parts_->http->port(); }
 uint16_t Server::grpc_port() const { return static_cast<uint16_t>(parts_->grpc_port); }
 storage::Engine& Server::engine() { return *parts_->engine; }
 
+Result<std::string> Server::ReloadAlerting() {
+  if (parts_->config.alerting_file.empty()) return Status::NotFound("no alerting file is configured (--alerting FILE)");
+  return parts_->ReloadAlerting();
+}
+
 Status Server::Shutdown() {
   if (parts_->shut_down) return Status::Ok();
   parts_->shut_down = true;
@@ -195,6 +245,8 @@ Status Server::Shutdown() {
   parts_->StopRetention();
   parts_->liveness->Stop();
   Status s = parts_->engine->Close();
+  parts_->alerts->Stop();  // after the engine: the last commits' events are processed
+  parts_->outbox->Stop();
   parts_->logger->Info("shut down", {{"status", s.ToString()}});
   return s;
 }

@@ -25,6 +25,9 @@ class Server {
   uint16_t grpc_port() const;
   // The store, for in-process tests that check what arrived.
   storage::Engine& engine();
+  // Re-reads the alerting file (SIGHUP, POST /api/v1/rules/reload): a one-line summary, or the
+  // file's first error (nothing changed then).
+  Result<std::string> ReloadAlerting();
   // Stops accepting, drains in-flight writes, checkpoints and closes the store.
   Status Shutdown();
 

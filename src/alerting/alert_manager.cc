@@ -1,0 +1,459 @@
+#include "alerting/alert_manager.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+namespace trainwatch::alerting {
+namespace {
+
+std::string MonitorKey(const std::string& project, const std::string& run) { return project + '\x1f' + run; }
+
+bool Ends(const std::string& status) { return status == "finished" || status == "crashed"; }
+
+// Percent-encodes everything but unreserved characters (RFC 3986), for chart links.
+std::string UrlEncode(std::string_view s) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<AlertManager>> AlertManager::Open(AlertManagerOptions options, FileSystem& fs,
+                                                         const std::string& dir, Clock& clock, Logger& logger,
+                                                         MetricsRegistry& metrics,
+                                                         std::shared_ptr<const rules::RuleSet> rules) {
+  TW_ASSIGN_OR_RETURN(auto store, AlertStore::Open(fs, dir));
+  if (store->dropped_tail_bytes() > 0) {
+    logger.Warn("alert store: dropped a torn tail", {{"bytes", std::to_string(store->dropped_tail_bytes())}});
+  }
+  return std::unique_ptr<AlertManager>(
+      new AlertManager(std::move(options), clock, logger, metrics, std::move(store), std::move(rules)));
+}
+
+AlertManager::AlertManager(AlertManagerOptions options, Clock& clock, Logger& logger, MetricsRegistry& metrics,
+                           std::unique_ptr<AlertStore> store, std::shared_ptr<const rules::RuleSet> rules)
+    : options_(std::move(options)),
+      clock_(clock),
+      logger_(logger),
+      records_seen_(metrics.AddCounter("trainwatch_detector_records_total",
+                                       "Training records evaluated by the detectors and rules.")),
+      alerts_fired_(metrics.AddCounter("trainwatch_alerts_fired_total", "Alerts that started firing.")),
+      notify_errors_(metrics.AddCounter("trainwatch_alert_notify_errors_total",
+                                        "Alert notifications that could not be queued for the notifiers.")),
+      rules_(std::move(rules)),
+      store_(std::move(store)) {
+  for (const auto& [id, alert] : store_->alerts()) by_fingerprint_[alert.Fingerprint()] = id;
+  metrics.AddGauge("trainwatch_alerts_active", "Alerts pending or firing.", [this] {
+    std::lock_guard lock(state_mu_);
+    double n = 0;
+    for (const auto& [id, a] : store_->alerts()) n += a.status != AlertStatus::kResolved;
+    return n;
+  });
+}
+
+AlertManager::~AlertManager() { Stop(); }
+
+void AlertManager::Start() {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void AlertManager::Stop() {
+  {
+    std::lock_guard lock(queue_mu_);
+    stop_ = true;
+  }
+  queue_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::shared_ptr<const rules::RuleSet> AlertManager::rules() const {
+  std::lock_guard lock(monitors_mu_);
+  return rules_;
+}
+
+void AlertManager::Reload(std::shared_ptr<const rules::RuleSet> rules) {
+  {
+    std::lock_guard lock(monitors_mu_);
+    rules_ = rules;
+    for (auto& [key, m] : monitors_) m.monitor->Rebind(rules);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Detection, on the applier thread.
+
+void AlertManager::FeedBatch(const v1::RunBatch& batch, RunMonitor& monitor, std::vector<AlertEvent>* out) {
+  const int rows = batch.steps_size();
+  if (rows_.size() < static_cast<size_t>(rows)) rows_.resize(rows);
+  for (int r = 0; r < rows; ++r) rows_[r].clear();
+  for (const v1::MetricColumn& column : batch.metrics()) {
+    for (int i = 0; i < column.values_size(); ++i) {
+      int row = column.rows_size() ? static_cast<int>(column.rows(i)) : i;
+      if (row < rows) rows_[row].emplace_back(column.name(), column.values(i));
+    }
+  }
+  for (int r = 0; r < rows; ++r) {
+    if (rows_[r].empty()) continue;
+    double time = r < batch.times_size() ? batch.times(r) : NAN;
+    monitor.Observe(batch.steps(r), time, rows_[r], out);
+  }
+  records_seen_.Add(static_cast<uint64_t>(rows));
+}
+
+void AlertManager::OnCommit(const v1::WriteRequest& request) {
+  std::vector<QueuedEvent> queued;
+  std::vector<AlertEvent> events;
+  {
+    std::lock_guard lock(monitors_mu_);
+    for (const v1::RunBatch& batch : request.runs()) {
+      if (batch.sampled()) continue;  // machine samples are not training steps
+      const std::string key = MonitorKey(batch.project(), batch.run());
+      const bool ending = batch.has_metadata() && batch.metadata().has_status() && Ends(batch.metadata().status());
+      auto it = monitors_.find(key);
+      if (it == monitors_.end() && batch.steps_size() > 0) {
+        it = monitors_.emplace(key, Monitored{std::make_unique<RunMonitor>(batch.project(), batch.run(), rules_)})
+                 .first;
+      }
+      if (it != monitors_.end() && batch.steps_size() > 0) {
+        events.clear();
+        FeedBatch(batch, *it->second.monitor, &events);
+        double last_time = batch.times_size() ? batch.times(batch.times_size() - 1) : NAN;
+        if (std::isfinite(last_time)) it->second.clock_offset = clock_.NowUnixSeconds() - last_time;
+        for (AlertEvent& e : events) queued.push_back(QueuedEvent{batch.project(), batch.run(), std::move(e)});
+      }
+      if (ending) {
+        if (it != monitors_.end()) monitors_.erase(it);
+        // The run is over: whatever was open about it is closed with it.
+        AlertEvent end;
+        end.type = AlertEvent::Type::kResolved;
+        end.message = "run " + batch.metadata().status();
+        end.step = -1;
+        queued.push_back(QueuedEvent{batch.project(), batch.run(), std::move(end)});
+      }
+    }
+  }
+  if (!queued.empty()) Enqueue(std::move(queued));
+}
+
+void AlertManager::CheckStalled() {
+  std::vector<QueuedEvent> queued;
+  std::vector<AlertEvent> events;
+  const double now = clock_.NowUnixSeconds();
+  {
+    std::lock_guard lock(monitors_mu_);
+    for (auto& [key, m] : monitors_) {
+      events.clear();
+      m.monitor->CheckStalled(now - m.clock_offset, &events);
+      for (AlertEvent& e : events) queued.push_back(QueuedEvent{m.monitor->project(), m.monitor->run(), std::move(e)});
+    }
+  }
+  if (!queued.empty()) Enqueue(std::move(queued));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lifecycle, on the manager's thread.
+
+void AlertManager::Enqueue(std::vector<QueuedEvent> events) {
+  {
+    std::lock_guard lock(queue_mu_);
+    for (QueuedEvent& e : events) queue_.push_back(std::move(e));
+    ++queued_batches_;
+  }
+  queue_cv_.notify_one();
+}
+
+void AlertManager::Flush() {
+  std::unique_lock lock(queue_mu_);
+  const uint64_t target = queued_batches_;
+  queue_cv_.notify_one();
+  drained_cv_.wait(lock, [&] { return done_batches_ >= target; });
+}
+
+void AlertManager::Loop() {
+  const auto interval = std::chrono::duration<double>(options_.stall_check_interval_seconds);
+  auto next_check = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::nanoseconds>(interval);
+  double next_resend = clock_.NowUnixSeconds() + options_.resend_interval_seconds;
+  std::unique_lock lock(queue_mu_);
+  for (;;) {
+    queue_cv_.wait_until(lock, next_check, [&] { return stop_ || !queue_.empty(); });
+    std::vector<QueuedEvent> batch;
+    batch.swap(queue_);
+    const uint64_t batches = queued_batches_;
+    const bool stopping = stop_;
+    lock.unlock();
+    {
+      std::lock_guard state(state_mu_);
+      for (const QueuedEvent& e : batch) Process(e);
+    }
+    if (std::chrono::steady_clock::now() >= next_check && !stopping) {
+      CheckStalled();
+      if (clock_.NowUnixSeconds() >= next_resend) {
+        ResendFiring();
+        next_resend = clock_.NowUnixSeconds() + options_.resend_interval_seconds;
+      }
+      next_check = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::nanoseconds>(interval);
+    }
+    lock.lock();
+    done_batches_ = std::max(done_batches_, batches);
+    drained_cv_.notify_all();
+    if (stopping && queue_.empty()) return;
+  }
+}
+
+void AlertManager::Process(const QueuedEvent& queued) {
+  const AlertEvent& e = queued.event;
+  switch (e.type) {
+    case AlertEvent::Type::kPending:
+      Fire(queued, /*pending=*/true);
+      break;
+    case AlertEvent::Type::kFiring:
+      Fire(queued, /*pending=*/false);
+      break;
+    case AlertEvent::Type::kResolved:
+      if (e.kind.empty()) {
+        // The run ended: resolve each of its open alerts.
+        std::vector<std::string> open;
+        for (const auto& [id, a] : store_->alerts()) {
+          if (a.project == queued.project && a.run == queued.run && a.status != AlertStatus::kResolved) {
+            open.push_back(a.Fingerprint());
+          }
+        }
+        for (const std::string& f : open) Resolve(f, -1, e.message);
+      } else {
+        AlertRecord probe;
+        probe.project = queued.project;
+        probe.run = queued.run;
+        probe.kind = e.kind;
+        probe.name = e.name;
+        Resolve(probe.Fingerprint(), e.step, e.message);
+      }
+      break;
+  }
+}
+
+void AlertManager::Fire(const QueuedEvent& queued, bool pending) {
+  const AlertEvent& e = queued.event;
+  const double now = clock_.NowUnixSeconds();
+  AlertRecord fresh;
+  fresh.project = queued.project;
+  fresh.run = queued.run;
+  fresh.kind = e.kind;
+  fresh.name = e.name;
+  const std::string fingerprint = fresh.Fingerprint();
+  auto known = by_fingerprint_.find(fingerprint);
+  const AlertRecord* last = nullptr;
+  if (known != by_fingerprint_.end()) {
+    auto it = store_->alerts().find(known->second);
+    if (it != store_->alerts().end()) last = &it->second;
+  }
+  const bool open = last && last->status != AlertStatus::kResolved;
+  const bool cooling = last && !open && last->fired_at > 0 && now - last->resolved_at < options_.cooldown_seconds;
+  AlertRecord alert = (open || cooling) ? *last : std::move(fresh);
+  if (open && last->status == AlertStatus::kFiring) {
+    // The same incident again: count it, keep its first step.
+    if (pending) return;
+    ++alert.occurrences;
+    alert.updated_at = now;
+    Save(alert);
+    return;
+  }
+  if (cooling) {
+    ++alert.occurrences;
+    alert.resolved_at = 0;
+    alert.resolved_step = 0;
+  }
+  if (!open && !cooling) {
+    alert.metric = e.metric;
+    alert.step = e.step;
+    alert.time = e.time;
+    alert.value = e.value;
+    alert.started_at = now;
+  }
+  alert.severity = e.severity;
+  alert.message = e.message;
+  alert.labels = e.labels;
+  alert.annotations = e.annotations;
+  alert.updated_at = now;
+  alert.status = pending ? AlertStatus::kPending : AlertStatus::kFiring;
+  if (!pending) {
+    alert.fired_at = now;
+    alert.step = e.step;
+    alert.time = e.time;
+    alert.value = e.value;
+    alert.metric = e.metric;
+    alert.silenced_by = SilenceFor(alert);
+    alerts_fired_.Add();
+  }
+  Save(alert);
+  // A reopened flapping alert stays quiet; so does a silenced one.
+  if (!pending && !cooling && alert.silenced_by == 0) Notify(alert);
+}
+
+void AlertManager::Resolve(const std::string& fingerprint, int64_t step, const std::string& message) {
+  auto known = by_fingerprint_.find(fingerprint);
+  if (known == by_fingerprint_.end()) return;
+  auto it = store_->alerts().find(known->second);
+  if (it == store_->alerts().end() || it->second.status == AlertStatus::kResolved) return;
+  AlertRecord alert = it->second;
+  const double now = clock_.NowUnixSeconds();
+  alert.status = AlertStatus::kResolved;
+  alert.resolved_at = now;
+  alert.resolved_step = step >= 0 ? step : alert.step;
+  alert.updated_at = now;
+  alert.annotations["resolution"] = message;
+  Save(alert);
+  if (alert.notified == "firing") Notify(alert);
+}
+
+void AlertManager::ResendFiring() {
+  std::lock_guard lock(state_mu_);
+  for (const auto& [id, a] : store_->alerts()) {
+    if (a.status != AlertStatus::kFiring || a.notified != "firing" || a.silenced_by != 0) continue;
+    AlertRecord copy = a;
+    Notify(copy, /*repeat=*/true);
+  }
+}
+
+void AlertManager::Save(AlertRecord& alert) {
+  Status s = store_->Put(&alert);
+  if (!s.ok()) {
+    logger_.Error("alert store", {{"error", s.ToString()}, {"alert", alert.Fingerprint()}});
+    return;
+  }
+  by_fingerprint_[alert.Fingerprint()] = alert.id;
+  if (on_change_) on_change_(alert);
+}
+
+void AlertManager::Notify(AlertRecord& alert, bool repeat) {
+  if (!notify_) return;
+  notify::Notification n = ToNotification(alert);
+  n.repeat = repeat;
+  Status s = notify_(n);
+  if (!s.ok()) {
+    notify_errors_.Add();
+    logger_.Error("queueing alert notification", {{"error", s.ToString()}, {"alert", std::to_string(alert.id)}});
+    return;
+  }
+  if (repeat) return;
+  alert.notified = std::string(StatusName(alert.status));
+  Status saved = store_->Put(&alert);
+  if (!saved.ok()) logger_.Error("alert store", {{"error", saved.ToString()}});
+}
+
+uint64_t AlertManager::SilenceFor(const AlertRecord& alert) const {
+  const double now = clock_.NowUnixSeconds();
+  for (const auto& [id, s] : store_->silences()) {
+    if (s.Active(now) && s.Matches(alert)) return id;
+  }
+  return 0;
+}
+
+notify::Notification AlertManager::ToNotification(const AlertRecord& a) const {
+  notify::Notification n;
+  n.alert_id = std::to_string(a.id);
+  n.status = a.status == AlertStatus::kResolved ? "resolved" : "firing";
+  n.project = a.project;
+  n.run = a.run;
+  n.kind = a.kind;
+  n.name = a.name;
+  n.metric = a.metric;
+  n.severity = a.severity;
+  n.message = a.message;
+  n.step = a.step;
+  n.value = a.value;
+  n.time = a.time;
+  n.starts_at = a.fired_at > 0 ? a.fired_at : a.started_at;
+  n.ends_at = a.status == AlertStatus::kResolved ? a.resolved_at : 0;
+  n.labels = a.labels;
+  n.annotations = a.annotations;
+  n.chart_url = options_.external_url + "/#/runs/" + UrlEncode(a.project) + "/" + UrlEncode(a.run) +
+                "?metric=" + UrlEncode(a.metric) + "&step=" + std::to_string(a.step);
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Queries and operator actions.
+
+std::vector<AlertRecord> AlertManager::List(const AlertQuery& q) const {
+  std::lock_guard lock(state_mu_);
+  std::vector<AlertRecord> out;
+  const auto& alerts = store_->alerts();
+  for (auto it = alerts.rbegin(); it != alerts.rend() && out.size() < q.limit; ++it) {
+    const AlertRecord& a = it->second;
+    if (a.id <= q.after_id) break;
+    if (!q.project.empty() && a.project != q.project) continue;
+    if (!q.run.empty() && a.run != q.run) continue;
+    if (!q.kind.empty() && a.kind != q.kind) continue;
+    if (!q.metric.empty() && a.metric != q.metric) continue;
+    if (q.status && a.status != *q.status) continue;
+    if (q.active_only && a.status == AlertStatus::kResolved) continue;
+    out.push_back(a);
+  }
+  return out;
+}
+
+std::optional<AlertRecord> AlertManager::Get(uint64_t id) const {
+  std::lock_guard lock(state_mu_);
+  auto it = store_->alerts().find(id);
+  if (it == store_->alerts().end()) return std::nullopt;
+  return it->second;
+}
+
+Result<AlertRecord> AlertManager::Acknowledge(uint64_t id, bool acknowledged, const std::string& by) {
+  std::lock_guard lock(state_mu_);
+  auto it = store_->alerts().find(id);
+  if (it == store_->alerts().end()) return Status::NotFound("no alert " + std::to_string(id));
+  AlertRecord alert = it->second;
+  alert.acknowledged = acknowledged;
+  alert.acknowledged_by = acknowledged ? by : "";
+  alert.acknowledged_at = acknowledged ? clock_.NowUnixSeconds() : 0;
+  alert.updated_at = clock_.NowUnixSeconds();
+  TW_RETURN_IF_ERROR(store_->Put(&alert));
+  if (on_change_) on_change_(alert);
+  return alert;
+}
+
+Result<Silence> AlertManager::AddSilence(Silence silence) {
+  const double now = clock_.NowUnixSeconds();
+  if (silence.starts_at == 0) silence.starts_at = now;
+  if (!(silence.ends_at > silence.starts_at) || silence.ends_at <= now) {
+    return Status::InvalidArgument("a silence must end in the future, after it starts");
+  }
+  silence.id = 0;
+  std::lock_guard lock(state_mu_);
+  TW_RETURN_IF_ERROR(store_->Put(&silence));
+  return silence;
+}
+
+Result<Silence> AlertManager::ExpireSilence(uint64_t id) {
+  std::lock_guard lock(state_mu_);
+  auto it = store_->silences().find(id);
+  if (it == store_->silences().end()) return Status::NotFound("no silence " + std::to_string(id));
+  Silence s = it->second;
+  s.ends_at = std::min(s.ends_at, clock_.NowUnixSeconds());
+  TW_RETURN_IF_ERROR(store_->Put(&s));
+  return s;
+}
+
+std::vector<Silence> AlertManager::Silences(bool include_expired) const {
+  std::lock_guard lock(state_mu_);
+  const double now = clock_.NowUnixSeconds();
+  std::vector<Silence> out;
+  for (const auto& [id, s] : store_->silences()) {
+    if (include_expired || now < s.ends_at) out.push_back(s);
+  }
+  return out;
+}
+
+}  // namespace trainwatch::alerting

@@ -1,0 +1,154 @@
+// AlertManager: turns the detectors' and rules' events into alerts with a lifecycle — pending,
+// firing, resolved — deduplicated per incident, persisted, silenced, acknowledged, pushed to live
+// subscribers and handed to the notifiers.
+//
+// Records reach it through OnCommit (the engine's commit listener): every committed training
+// record goes through its run's RunMonitor right there, on the applier thread (O(1) amortised per
+// point, no I/O). The events it yields go to the manager's own thread, which persists them and
+// notifies; that thread also checks every running run for `stalled` once a second against the
+// server's clock. Thread-safe.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "alerting/alert_record.h"
+#include "alerting/alert_store.h"
+#include "alerting/run_monitor.h"
+#include "common/clock.h"
+#include "common/file_system.h"
+#include "common/logging.h"
+#include "common/metrics_registry.h"
+#include "notify/notification.h"
+#include "rules/rule_set.h"
+#include "trainwatch/v1/ingest.pb.h"
+
+namespace trainwatch::alerting {
+
+struct AlertManagerOptions {
+  // A resolved incident that comes back within this many seconds reopens the same alert without
+  // notifying again (flapping).
+  double cooldown_seconds = 600;
+  double stall_check_interval_seconds = 1;
+  // Firing alerts are re-sent this often to receivers that want reminders (Alertmanager, which
+  // otherwise resolves them after its resolve_timeout).
+  double resend_interval_seconds = 60;
+  // Base of the chart links in notifications: <external_url>/#/runs/<project>/<run>?metric=..&step=..
+  std::string external_url = "http://127.0.0.1:8080";
+};
+
+// Which alerts List returns; empty fields match everything.
+struct AlertQuery {
+  std::string project, run, kind, metric;
+  std::optional<AlertStatus> status;
+  bool active_only = false;  // pending or firing
+  uint64_t after_id = 0;     // only ids greater than this
+  size_t limit = 1000;       // newest first
+};
+
+class AlertManager {
+ public:
+  // Persists a notification (the notifiers' outbox); an error is logged and counted, not retried here.
+  using NotifyFn = std::function<Status(const notify::Notification&)>;
+  // Told about every created or changed alert (live push); called on the manager's thread.
+  using ChangeFn = std::function<void(const AlertRecord&)>;
+
+  // Opens the alert store in `dir`. `fs`, `clock`, `logger` and `metrics` must outlive the manager.
+  static Result<std::unique_ptr<AlertManager>> Open(AlertManagerOptions options, FileSystem& fs,
+                                                    const std::string& dir, Clock& clock, Logger& logger,
+                                                    MetricsRegistry& metrics,
+                                                    std::shared_ptr<const rules::RuleSet> rules);
+  ~AlertManager();
+  AlertManager(const AlertManager&) = delete;
+  AlertManager& operator=(const AlertManager&) = delete;
+
+  // Set both before Start().
+  void SetNotify(NotifyFn notify) { notify_ = std::move(notify); }
+  void SetChangeListener(ChangeFn on_change) { on_change_ = std::move(on_change); }
+  void Start();
+  // Processes what is queued, then joins the thread.
+  void Stop();
+
+  // The engine's commit listener. Never blocks on I/O.
+  void OnCommit(const v1::WriteRequest& request);
+  // Swaps the rules; every run keeps its detector state and the state of unchanged rules.
+  void Reload(std::shared_ptr<const rules::RuleSet> rules);
+  std::shared_ptr<const rules::RuleSet> rules() const;
+  // After Start(): blocks until every event queued before the call is persisted and notified.
+  void Flush();
+
+  std::vector<AlertRecord> List(const AlertQuery& query) const;
+  std::optional<AlertRecord> Get(uint64_t id) const;
+  // Sets or clears the acknowledgement. NotFound for an unknown id.
+  Result<AlertRecord> Acknowledge(uint64_t id, bool acknowledged, const std::string& by);
+  // Adds a silence (id assigned; starts_at defaults to now). InvalidArgument when it has ended.
+  Result<Silence> AddSilence(Silence silence);
+  // Ends a silence now. NotFound for an unknown id.
+  Result<Silence> ExpireSilence(uint64_t id);
+  std::vector<Silence> Silences(bool include_expired) const;
+
+ private:
+  struct QueuedEvent {
+    std::string project, run;
+    AlertEvent event;
+  };
+  struct Monitored {
+    std::unique_ptr<RunMonitor> monitor;
+    double clock_offset = 0;  // server time minus record time at the last record's arrival
+  };
+
+  AlertManager(AlertManagerOptions options, Clock& clock, Logger& logger, MetricsRegistry& metrics,
+               std::unique_ptr<AlertStore> store, std::shared_ptr<const rules::RuleSet> rules);
+  void Loop();
+  void CheckStalled();
+  void ResendFiring();
+  void FeedBatch(const v1::RunBatch& batch, RunMonitor& monitor, std::vector<AlertEvent>* out);
+  void Enqueue(std::vector<QueuedEvent> events);
+  void Process(const QueuedEvent& queued);
+  void Fire(const QueuedEvent& queued, bool pending);
+  void Resolve(const std::string& fingerprint, int64_t step, const std::string& message);
+  void Save(AlertRecord& alert);
+  void Notify(AlertRecord& alert, bool repeat = false);
+  uint64_t SilenceFor(const AlertRecord& alert) const;
+  notify::Notification ToNotification(const AlertRecord& alert) const;
+
+  const AlertManagerOptions options_;
+  Clock& clock_;
+  Logger& logger_;
+  NotifyFn notify_;
+  ChangeFn on_change_;
+  Counter& records_seen_;
+  Counter& alerts_fired_;
+  Counter& notify_errors_;
+
+  // Detection state: one monitor per running run, touched by the applier thread and the stall check.
+  mutable std::mutex monitors_mu_;
+  std::shared_ptr<const rules::RuleSet> rules_;                 // GUARDED_BY(monitors_mu_)
+  std::unordered_map<std::string, Monitored> monitors_;         // GUARDED_BY(monitors_mu_); key project\x1frun
+  std::vector<std::vector<std::pair<std::string_view, double>>> rows_;  // GUARDED_BY(monitors_mu_), scratch
+
+  // Events from OnCommit to the manager's thread.
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::condition_variable drained_cv_;
+  std::vector<QueuedEvent> queue_;  // GUARDED_BY(queue_mu_)
+  uint64_t queued_batches_ = 0;     // GUARDED_BY(queue_mu_)
+  uint64_t done_batches_ = 0;       // GUARDED_BY(queue_mu_)
+  bool stop_ = false;               // GUARDED_BY(queue_mu_)
+  std::thread thread_;
+
+  // Alert state: the store and the index of open alerts.
+  mutable std::mutex state_mu_;
+  std::unique_ptr<AlertStore> store_;                          // GUARDED_BY(state_mu_)
+  std::unordered_map<std::string, uint64_t> by_fingerprint_;  // GUARDED_BY(state_mu_): latest alert per incident
+};
+
+}  // namespace trainwatch::alerting

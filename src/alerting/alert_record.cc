@@ -1,0 +1,134 @@
+#include "alerting/alert_record.h"
+
+#include "rules/glob.h"
+
+namespace trainwatch::alerting {
+namespace {
+
+// JSON has no NaN: a record without a timestamp is written as null.
+nlohmann::json Number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+double NumberOr(const nlohmann::json& j, const char* key, double fallback) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<double>() : fallback;
+}
+
+}  // namespace
+
+std::string_view StatusName(AlertStatus status) {
+  switch (status) {
+    case AlertStatus::kPending: return "pending";
+    case AlertStatus::kFiring: return "firing";
+    case AlertStatus::kResolved: return "resolved";
+  }
+  return "unknown";
+}
+
+Result<AlertStatus> ParseStatus(std::string_view name) {
+  if (name == "pending") return AlertStatus::kPending;
+  if (name == "firing") return AlertStatus::kFiring;
+  if (name == "resolved") return AlertStatus::kResolved;
+  return Status::InvalidArgument("status must be pending, firing or resolved, not '" + std::string(name) + "'");
+}
+
+std::string AlertRecord::Fingerprint() const {
+  std::string f = project;
+  for (const std::string* part : {&run, &kind, &name}) {
+    f.push_back('\x1f');
+    f += *part;
+  }
+  return f;
+}
+
+nlohmann::json AlertRecord::ToJson() const {
+  return nlohmann::json{{"id", id},
+                        {"project", project},
+                        {"run", run},
+                        {"kind", kind},
+                        {"name", name},
+                        {"metric", metric},
+                        {"severity", severity},
+                        {"message", message},
+                        {"step", step},
+                        {"time", Number(time)},
+                        {"value", Number(value)},
+                        {"labels", labels},
+                        {"annotations", annotations},
+                        {"status", StatusName(status)},
+                        {"started_at", started_at},
+                        {"fired_at", fired_at},
+                        {"resolved_at", resolved_at},
+                        {"resolved_step", resolved_step},
+                        {"updated_at", updated_at},
+                        {"occurrences", occurrences},
+                        {"acknowledged", acknowledged},
+                        {"acknowledged_by", acknowledged_by},
+                        {"acknowledged_at", acknowledged_at},
+                        {"silenced_by", silenced_by},
+                        {"notified", notified}};
+}
+
+Result<AlertRecord> AlertRecord::FromJson(const nlohmann::json& j) {
+  try {
+    AlertRecord a;
+    a.id = j.at("id").get<uint64_t>();
+    a.project = j.at("project").get<std::string>();
+    a.run = j.at("run").get<std::string>();
+    a.kind = j.at("kind").get<std::string>();
+    a.name = j.value("name", a.kind);
+    a.metric = j.value("metric", "");
+    a.severity = j.value("severity", "warning");
+    a.message = j.value("message", "");
+    a.step = j.value("step", int64_t{0});
+    a.time = NumberOr(j, "time", NAN);
+    a.value = NumberOr(j, "value", NAN);
+    a.labels = j.value("labels", std::map<std::string, std::string>{});
+    a.annotations = j.value("annotations", std::map<std::string, std::string>{});
+    TW_ASSIGN_OR_RETURN(a.status, ParseStatus(j.value("status", "firing")));
+    a.started_at = NumberOr(j, "started_at", 0);
+    a.fired_at = NumberOr(j, "fired_at", 0);
+    a.resolved_at = NumberOr(j, "resolved_at", 0);
+    a.resolved_step = j.value("resolved_step", int64_t{0});
+    a.updated_at = NumberOr(j, "updated_at", 0);
+    a.occurrences = j.value("occurrences", uint64_t{1});
+    a.acknowledged = j.value("acknowledged", false);
+    a.acknowledged_by = j.value("acknowledged_by", "");
+    a.acknowledged_at = NumberOr(j, "acknowledged_at", 0);
+    a.silenced_by = j.value("silenced_by", uint64_t{0});
+    a.notified = j.value("notified", "");
+    return a;
+  } catch (const nlohmann::json::exception& e) {
+    return Status::InvalidArgument(std::string("alert record: ") + e.what());
+  }
+}
+
+bool Silence::Matches(const AlertRecord& alert) const {
+  using rules::GlobMatch;
+  return (project.empty() || GlobMatch(project, alert.project)) && (run.empty() || GlobMatch(run, alert.run)) &&
+         (kind.empty() || kind == alert.kind) && (name.empty() || GlobMatch(name, alert.name));
+}
+
+nlohmann::json Silence::ToJson() const {
+  return nlohmann::json{{"id", id},           {"project", project},       {"run", run},
+                        {"kind", kind},       {"name", name},             {"comment", comment},
+                        {"created_by", created_by}, {"starts_at", starts_at}, {"ends_at", ends_at}};
+}
+
+Result<Silence> Silence::FromJson(const nlohmann::json& j) {
+  try {
+    Silence s;
+    s.id = j.value("id", uint64_t{0});
+    s.project = j.value("project", "");
+    s.run = j.value("run", "");
+    s.kind = j.value("kind", "");
+    s.name = j.value("name", "");
+    s.comment = j.value("comment", "");
+    s.created_by = j.value("created_by", "");
+    s.starts_at = NumberOr(j, "starts_at", 0);
+    s.ends_at = NumberOr(j, "ends_at", 0);
+    return s;
+  } catch (const nlohmann::json::exception& e) {
+    return Status::InvalidArgument(std::string("silence: ") + e.what());
+  }
+}
+
+}  // namespace trainwatch::alerting

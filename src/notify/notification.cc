@@ -1,0 +1,162 @@
+#include "notify/notification.h"
+
+#include <array>
+#include <cmath>
+#include <ctime>
+#include <nlohmann/json.hpp>
+
+namespace trainwatch::notify {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::array<std::string_view, 11> kKinds = {
+    "nan",        "grad_explosion", "grad_vanishing", "loss_spike", "loss_oscillation",
+    "divergence", "plateau",        "overfitting",    "stalled",    "throughput_drop",
+    "rule"};
+
+json NumberOrNull(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+// Reads an optional field into *out; InvalidArgument naming the field on a type mismatch.
+Status ReadString(const json& j, const char* key, std::string* out) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return Status::Ok();
+  if (!it->is_string())
+    return Status::InvalidArgument(std::string("'") + key + "' is not a string");
+  *out = it->get<std::string>();
+  return Status::Ok();
+}
+
+Status ReadNumber(const json& j, const char* key, double null_value, double* out) {
+  auto it = j.find(key);
+  if (it == j.end()) return Status::Ok();
+  if (it->is_null()) {
+    *out = null_value;
+    return Status::Ok();
+  }
+  if (!it->is_number())
+    return Status::InvalidArgument(std::string("'") + key + "' is not a number");
+  *out = it->get<double>();
+  return Status::Ok();
+}
+
+Status ReadStringMap(const json& j, const char* key, std::map<std::string, std::string>* out) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return Status::Ok();
+  if (!it->is_object())
+    return Status::InvalidArgument(std::string("'") + key + "' is not an object");
+  for (const auto& [k, v] : it->items()) {
+    if (!v.is_string()) {
+      return Status::InvalidArgument(std::string("'") + key + "." + k + "' is not a string");
+    }
+    (*out)[k] = v.get<std::string>();
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::optional<Severity> ParseSeverity(std::string_view text) {
+  if (text == "info") return Severity::kInfo;
+  if (text == "warning") return Severity::kWarning;
+  if (text == "critical") return Severity::kCritical;
+  return std::nullopt;
+}
+
+Severity SeverityOf(const Notification& n) {
+  return ParseSeverity(n.severity).value_or(Severity::kInfo);
+}
+
+bool IsKnownKind(std::string_view kind) {
+  for (std::string_view k : kKinds) {
+    if (k == kind) return true;
+  }
+  return false;
+}
+
+std::string NotificationToJson(const Notification& n) {
+  json j = {
+      {"version", 1},
+      {"alert_id", n.alert_id},
+      {"status", n.status},
+      {"project", n.project},
+      {"run", n.run},
+      {"kind", n.kind},
+      {"name", n.name},
+      {"metric", n.metric},
+      {"severity", n.severity},
+      {"message", n.message},
+      {"step", n.step},
+      {"value", NumberOrNull(n.value)},
+      {"time", NumberOrNull(n.time)},
+      {"starts_at", NumberOrNull(n.starts_at)},
+      {"ends_at", n.ends_at == 0 ? json(nullptr) : NumberOrNull(n.ends_at)},
+      {"labels", n.labels},
+      {"annotations", n.annotations},
+      {"chart_url", n.chart_url},
+  };
+  // Invalid UTF-8 (from a user's label, say) is replaced rather than thrown on.
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+Result<Notification> NotificationFromJson(std::string_view text) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Status::InvalidArgument("notification: malformed JSON");
+  if (!j.is_object()) return Status::InvalidArgument("notification: not a JSON object");
+  Notification n;
+  const std::array<std::pair<const char*, std::string*>, 10> strings = {{
+      {"alert_id", &n.alert_id},
+      {"status", &n.status},
+      {"project", &n.project},
+      {"run", &n.run},
+      {"kind", &n.kind},
+      {"name", &n.name},
+      {"metric", &n.metric},
+      {"severity", &n.severity},
+      {"message", &n.message},
+      {"chart_url", &n.chart_url},
+  }};
+  for (const auto& [key, out] : strings) {
+    TW_RETURN_IF_ERROR(ReadString(j, key, out).WithContext("notification"));
+  }
+  double step = 0;
+  TW_RETURN_IF_ERROR(ReadNumber(j, "step", 0, &step).WithContext("notification"));
+  if (auto it = j.find("step"); it != j.end() && it->is_number_integer()) {
+    n.step = it->get<int64_t>();
+  } else {
+    n.step = static_cast<int64_t>(step);
+  }
+  const double nan = std::nan("");
+  TW_RETURN_IF_ERROR(ReadNumber(j, "value", nan, &n.value).WithContext("notification"));
+  TW_RETURN_IF_ERROR(ReadNumber(j, "time", nan, &n.time).WithContext("notification"));
+  TW_RETURN_IF_ERROR(ReadNumber(j, "starts_at", nan, &n.starts_at).WithContext("notification"));
+  TW_RETURN_IF_ERROR(ReadNumber(j, "ends_at", 0, &n.ends_at).WithContext("notification"));
+  TW_RETURN_IF_ERROR(ReadStringMap(j, "labels", &n.labels).WithContext("notification"));
+  TW_RETURN_IF_ERROR(ReadStringMap(j, "annotations", &n.annotations).WithContext("notification"));
+  return n;
+}
+
+std::string FormatRfc3339(double t) {
+  if (!std::isfinite(t)) t = 0;
+  int64_t ms = static_cast<int64_t>(std::llround(t * 1000));
+  std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  int millis = static_cast<int>(ms % 1000);
+  if (millis < 0) {
+    millis += 1000;
+    --secs;
+  }
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, millis);
+  return buf;
+}
+
+std::string Headline(const Notification& n) {
+  std::string out = n.resolved() ? "RESOLVED " : "FIRING ";
+  out += n.severity + " " + (n.name.empty() ? n.kind : n.name) + " in " + n.project + "/" + n.run;
+  return out;
+}
+
+}  // namespace trainwatch::notify

@@ -1,0 +1,87 @@
+#include "notify/notification.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "notify/testing/sample_notification.h"
+
+namespace trainwatch::notify {
+namespace {
+
+using nlohmann::json;
+
+TEST(NotificationJson, HasEveryFieldOfTheDocumentedSchema) {
+  Notification n = test::SampleNotification();
+  json j = json::parse(NotificationToJson(n));
+  EXPECT_EQ(j["version"], 1);
+  EXPECT_EQ(j["alert_id"], "42");
+  EXPECT_EQ(j["status"], "firing");
+  EXPECT_EQ(j["project"], "vision-resnet");
+  EXPECT_EQ(j["run"], "run-7");
+  EXPECT_EQ(j["kind"], "grad_explosion");
+  EXPECT_EQ(j["name"], "grad_explosion");
+  EXPECT_EQ(j["metric"], "grad_norm");
+  EXPECT_EQ(j["severity"], "critical");
+  EXPECT_EQ(j["message"], n.message);
+  EXPECT_EQ(j["step"], 1200);
+  EXPECT_EQ(j["value"], 40.25);
+  EXPECT_EQ(j["time"], 1767225600.5);
+  EXPECT_EQ(j["starts_at"], 1767225601.25);
+  EXPECT_TRUE(j["ends_at"].is_null());  // firing
+  EXPECT_EQ(j["labels"]["team"], "vision");
+  EXPECT_EQ(j["annotations"]["runbook"], "https://wiki.example.com/grad");
+  EXPECT_EQ(j["chart_url"], n.chart_url);
+}
+
+TEST(NotificationJson, RoundTripsExactly) {
+  for (const char* status : {"firing", "resolved"}) {
+    Notification n = test::SampleNotification("7", status);
+    n.value = 0.1 + 0.2;  // needs all 17 digits
+    Result<Notification> back = NotificationFromJson(NotificationToJson(n));
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_EQ(*back, n) << status;
+  }
+}
+
+TEST(NotificationJson, NonFiniteNumbersAreNullAndReadBackAsNaN) {
+  Notification n = test::SampleNotification();
+  n.time = std::nan("");
+  n.value = INFINITY;
+  json j = json::parse(NotificationToJson(n));
+  EXPECT_TRUE(j["time"].is_null());
+  EXPECT_TRUE(j["value"].is_null());
+  Result<Notification> back = NotificationFromJson(j.dump());
+  ASSERT_TRUE(back.ok());
+  EXPECT_TRUE(std::isnan(back->time));
+  EXPECT_TRUE(std::isnan(back->value));
+  EXPECT_EQ(back->ends_at, 0);
+}
+
+TEST(NotificationJson, RejectsMalformedInputNamingTheField) {
+  EXPECT_EQ(NotificationFromJson("{").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(NotificationFromJson("[1]").status().code(), StatusCode::kInvalidArgument);
+  Result<Notification> bad = NotificationFromJson(R"({"step":"twelve"})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("step"), std::string::npos);
+  bad = NotificationFromJson(R"({"labels":{"a":1}})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("labels.a"), std::string::npos);
+}
+
+TEST(Notification, SeverityKindAndHeadline) {
+  EXPECT_EQ(ParseSeverity("warning"), Severity::kWarning);
+  EXPECT_FALSE(ParseSeverity("fatal").has_value());
+  EXPECT_TRUE(IsKnownKind("rule"));
+  EXPECT_TRUE(IsKnownKind("throughput_drop"));
+  EXPECT_FALSE(IsKnownKind("grad"));
+  EXPECT_EQ(Headline(test::SampleNotification()),
+            "FIRING critical grad_explosion in vision-resnet/run-7");
+  EXPECT_EQ(Headline(test::SampleNotification("1", "resolved")),
+            "RESOLVED critical grad_explosion in vision-resnet/run-7");
+  EXPECT_EQ(FormatRfc3339(1767225601.25), "2026-01-01T00:00:01.250Z");
+}
+
+}  // namespace
+}  // namespace trainwatch::notify

@@ -1,0 +1,7 @@
+#include "notify/notifier.h"
+
+namespace trainwatch::notify {
+
+Notifier::~Notifier() = default;
+
+}  // namespace trainwatch::notify

@@ -1,0 +1,478 @@
+#include "notify/outbox.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <deque>
+#include <functional>
+#include <optional>
+#include <random>
+#include <set>
+#include <thread>
+
+namespace trainwatch::notify {
+
+using SteadyTime = std::chrono::steady_clock::time_point;
+
+struct NotificationOutbox::Delivery {
+  uint64_t id = 0;
+  double enqueued_at = 0;
+  Notification notification;
+};
+
+// One receiver's queue and delivery thread. Every field but `thread` and `name` is GUARDED_BY
+// the outbox's mu_.
+struct NotificationOutbox::Worker {
+  std::string name;
+  // Replaced by Reload; the thread sends through its own copy, so a swap never waits for a send.
+  std::shared_ptr<Notifier> notifier;
+  std::deque<Delivery> queue;
+  std::optional<uint64_t> in_flight;  // the id being sent, outside the lock
+  SteadyTime next_attempt{};          // no attempt before this (backoff)
+  bool stop = false;
+  std::condition_variable cv;
+  std::thread thread;
+};
+
+namespace {
+
+const Clock& DefaultClock() {
+  static const SystemClock clock;  // stateless
+  return clock;
+}
+
+std::string Join(const std::string& dir, const std::string& name) { return dir + "/" + name; }
+
+}  // namespace
+
+RoutingTable BuildRoutingTable(const NotifyConfig& config, const Clock& clock) {
+  RoutingTable table;
+  table.routes = config.routes;
+  for (const ReceiverConfig& r : config.receivers)
+    table.receivers[r.name] = BuildNotifier(r, clock);
+  return table;
+}
+
+NotificationOutbox::NotificationOutbox(std::string dir, OutboxOptions options, Logger& logger,
+                                       MetricsRegistry& metrics)
+    : dir_(std::move(dir)),
+      options_(options),
+      fs_(options.fs != nullptr ? *options.fs : PosixFileSystem()),
+      clock_(options.clock != nullptr ? *options.clock : DefaultClock()),
+      logger_(logger),
+      sent_(metrics.AddCounter("trainwatch_notifications_sent_total",
+                               "Notifications a receiver accepted.")),
+      failed_(metrics.AddCounter("trainwatch_notifications_failed_total",
+                                 "Failed notification attempts, retried or not.")),
+      dropped_(metrics.AddCounter("trainwatch_notifications_dropped_total",
+                                  "Notifications given up on: permanent failure, too old, queue "
+                                  "full, or receiver removed.")),
+      queued_(std::make_shared<std::atomic<uint64_t>>(0)) {
+  metrics.AddGauge("trainwatch_notifications_queued",
+                   "Notification deliveries waiting in the outbox.",
+                   [queued = queued_] { return static_cast<double>(queued->load()); });
+}
+
+NotificationOutbox::~NotificationOutbox() { Stop(); }
+
+Result<std::unique_ptr<NotificationOutbox>> NotificationOutbox::Open(std::string dir,
+                                                                     NotifyConfig config,
+                                                                     OutboxOptions options,
+                                                                     Logger& logger,
+                                                                     MetricsRegistry& metrics) {
+  const Clock& clock = options.clock != nullptr ? *options.clock : DefaultClock();
+  return Open(std::move(dir), BuildRoutingTable(config, clock), options, logger, metrics);
+}
+
+Status NotificationOutbox::CheckTable(const RoutingTable& table) {
+  for (const Route& r : table.routes) {
+    auto it = table.receivers.find(r.receiver);
+    if (it == table.receivers.end() || it->second == nullptr) {
+      return Status::InvalidArgument("route to unknown receiver '" + r.receiver + "'");
+    }
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<uint64_t>> NotificationOutbox::Replay(
+    std::map<uint64_t, OutboxRecord>* replayed) {
+  TW_ASSIGN_OR_RETURN(std::vector<std::string> names, fs_.ListDir(dir_));
+  std::vector<uint64_t> segments;
+  std::set<uint64_t> acked;
+  for (const std::string& name : names) {  // sorted: zero-padded numbers sort numerically
+    uint64_t number = 0;
+    if (!ParseOutboxSegmentName(name, &number)) continue;
+    const std::string path = Join(dir_, name);
+    TW_ASSIGN_OR_RETURN(std::string contents, fs_.ReadFile(path));
+    Result<DecodedSegment> decoded = DecodeOutboxSegment(contents);
+    if (!decoded.ok()) {
+      logger_.Error("outbox segment is not readable; renamed aside, its deliveries are lost",
+                    {{"path", path}, {"error", decoded.status().message()}});
+      TW_RETURN_IF_ERROR(fs_.RenameFile(path, path + ".corrupt"));
+      continue;
+    }
+    segments.push_back(number);
+    if (!decoded->stopped_because.empty()) {
+      logger_.Warn("outbox segment tail cut off",
+                   {{"path", path},
+                    {"reason", decoded->stopped_because},
+                    {"cut_bytes", contents.size() - decoded->valid_end}});
+    }
+    for (OutboxRecord& r : decoded->records) {
+      next_id_ = std::max(next_id_, r.id + 1);
+      if (r.type == OutboxRecordType::kAck) {
+        acked.insert(r.id);
+        replayed->erase(r.id);
+      } else if (!acked.count(r.id)) {
+        replayed->emplace(r.id, std::move(r));  // a copy left by a cut-short rotation is ignored
+      }
+    }
+  }
+  return segments;
+}
+
+Result<std::unique_ptr<NotificationOutbox>> NotificationOutbox::Open(std::string dir,
+                                                                     RoutingTable table,
+                                                                     OutboxOptions options,
+                                                                     Logger& logger,
+                                                                     MetricsRegistry& metrics) {
+  TW_RETURN_IF_ERROR(CheckTable(table).WithContext("opening outbox " + dir));
+  std::unique_ptr<NotificationOutbox> outbox(
+      new NotificationOutbox(std::move(dir), options, logger, metrics));
+  NotificationOutbox& o = *outbox;
+  const std::string context = "opening outbox " + o.dir_;
+  TW_RETURN_IF_ERROR(o.fs_.CreateDirs(o.dir_).WithContext(context));
+
+  std::map<uint64_t, OutboxRecord> replayed;
+  TW_ASSIGN_OR_RETURN(std::vector<uint64_t> segments, o.Replay(&replayed));
+
+  std::lock_guard lock(o.mu_);
+  o.routes_ = std::move(table.routes);
+  for (auto& [name, notifier] : table.receivers) {
+    o.workers_[name] = o.NewWorker(name, std::move(notifier));
+  }
+  uint64_t dropped = 0;
+  for (auto& [id, record] : replayed) {
+    auto it = o.workers_.find(record.receiver);
+    Result<Notification> n = NotificationFromJson(record.notification_json);
+    if (it == o.workers_.end() || !n.ok()) {
+      ++dropped;
+      o.logger_.Warn(
+          "outbox: dropping delivery",
+          {{"receiver", record.receiver},
+           {"id", id},
+           {"reason", !n.ok() ? n.status().message() : "receiver no longer configured"}});
+      o.dropped_.Add();
+      continue;
+    }
+    std::string framed;
+    EncodeDelivery(id, record.enqueued_at, record.receiver, record.notification_json, &framed);
+    o.pending_bytes_ += framed.size();
+    o.pending_.emplace(id, std::move(framed));
+    it->second->queue.push_back(Delivery{id, record.enqueued_at, std::move(n).value()});
+  }
+  o.segment_number_ = segments.empty() ? 0 : segments.back();
+  o.old_segments_ = segments;
+  TW_RETURN_IF_ERROR(o.RotateLocked().WithContext(context));
+  o.UpdateQueuedLocked();
+  if (!replayed.empty()) {
+    o.logger_.Info("outbox replayed", {{"dir", o.dir_},
+                                       {"queued", o.pending_.size()},
+                                       {"dropped", dropped},
+                                       {"segments", segments.size()}});
+  }
+  for (auto& [name, w] : o.workers_) o.StartWorker(*w);
+  return outbox;
+}
+
+std::unique_ptr<NotificationOutbox::Worker> NotificationOutbox::NewWorker(
+    const std::string& name, std::unique_ptr<Notifier> notifier) {
+  auto w = std::make_unique<Worker>();
+  w->name = name;
+  w->notifier = std::move(notifier);
+  return w;
+}
+
+void NotificationOutbox::StartWorker(Worker& w) {
+  w.thread = std::thread([this, worker = &w] { RunWorker(worker); });
+}
+
+Status NotificationOutbox::Enqueue(const Notification& n) {
+  std::lock_guard lock(mu_);
+  if (stopped_) return Status::Unavailable("outbox stopped");
+  std::vector<std::string> receivers = MatchingReceivers(routes_, n);
+  if (n.repeat) {
+    std::erase_if(receivers, [&](const std::string& r) { return !workers_.at(r)->notifier->WantsRepeats(); });
+  }
+  if (receivers.empty()) return Status::Ok();
+  const std::string json = NotificationToJson(n);
+  const double now = clock_.NowUnixSeconds();
+  std::vector<std::pair<uint64_t, std::string>> records;
+  std::string bytes;
+  for (const std::string& receiver : receivers) {
+    std::string framed;
+    EncodeDelivery(next_id_, now, receiver, json, &framed);
+    bytes += framed;
+    records.emplace_back(next_id_++, std::move(framed));
+  }
+  TW_RETURN_IF_ERROR(AppendLocked(bytes, /*sync=*/true)
+                         .WithContext("outbox: enqueueing alert " + n.alert_id + " " + n.status));
+  for (size_t i = 0; i < receivers.size(); ++i) {
+    Worker& w = *workers_.at(receivers[i]);
+    pending_bytes_ += records[i].second.size();
+    pending_.emplace(records[i].first, std::move(records[i].second));
+    w.queue.push_back(Delivery{records[i].first, now, n});
+    if (w.queue.size() > options_.max_queued_per_receiver) {
+      auto victim = w.queue.begin();
+      if (w.in_flight == victim->id) ++victim;
+      if (victim != w.queue.end()) {
+        uint64_t id = victim->id;
+        logger_.Warn("outbox: queue full, dropping the oldest waiting notification",
+                     {{"receiver", w.name},
+                      {"alert_id", victim->notification.alert_id},
+                      {"limit", options_.max_queued_per_receiver}});
+        w.queue.erase(victim);
+        dropped_.Add();
+        FinishLocked(w, id, AckOutcome::kDropped);
+      }
+    }
+    w.cv.notify_one();
+  }
+  UpdateQueuedLocked();
+  MaybeRotateLocked();
+  return Status::Ok();
+}
+
+void NotificationOutbox::RunWorker(Worker* w) {
+  std::mt19937_64 rng(options_.jitter_seed != 0
+                          ? options_.jitter_seed ^ std::hash<std::string>()(w->name)
+                          : std::random_device()());
+  int failures = 0;  // consecutive retryable failures of the head delivery
+  std::unique_lock lock(mu_);
+  while (!w->stop) {
+    if (w->queue.empty()) {
+      w->cv.wait(lock);
+      continue;
+    }
+    if (std::chrono::steady_clock::now() < w->next_attempt) {
+      w->cv.wait_until(lock, w->next_attempt);
+      continue;
+    }
+    Delivery d = w->queue.front();
+    std::shared_ptr<Notifier> notifier = w->notifier;
+    w->in_flight = d.id;
+    lock.unlock();
+
+    const double age = clock_.NowUnixSeconds() - d.enqueued_at;
+    const bool expired = age > options_.max_age_seconds;
+    Status s = expired ? Status::Ok() : notifier->Send(d.notification);
+    const Notification& n = d.notification;
+    if (expired) {
+      logger_.Warn("notification dropped: too old", {{"receiver", w->name},
+                                                     {"alert_id", n.alert_id},
+                                                     {"status", n.status},
+                                                     {"age_seconds", age}});
+    } else if (s.ok()) {
+      logger_.Debug("notification sent",
+                    {{"receiver", w->name}, {"alert_id", n.alert_id}, {"status", n.status}});
+    } else if (IsRetryable(s)) {
+      logger_.Warn("notification failed, will retry", {{"receiver", w->name},
+                                                       {"alert_id", n.alert_id},
+                                                       {"status", n.status},
+                                                       {"attempt", failures + 1},
+                                                       {"error", s.message()}});
+    } else {
+      logger_.Error("notification failed permanently, dropped", {{"receiver", w->name},
+                                                                 {"alert_id", n.alert_id},
+                                                                 {"status", n.status},
+                                                                 {"error", s.ToString()}});
+    }
+
+    lock.lock();
+    w->in_flight.reset();
+    if (expired) {
+      dropped_.Add();
+      FinishLocked(*w, d.id, AckOutcome::kDropped);
+      failures = 0;
+    } else if (s.ok()) {
+      sent_.Add();
+      FinishLocked(*w, d.id, AckOutcome::kDelivered);
+      failures = 0;
+    } else if (IsRetryable(s)) {
+      failed_.Add();
+      ++failures;
+      double wait = options_.initial_backoff_seconds *
+                    std::pow(options_.backoff_multiplier, std::min(failures - 1, 64));
+      wait = std::min(wait, options_.max_backoff_seconds);
+      wait *= 1 - options_.jitter * std::uniform_real_distribution<double>(0, 1)(rng);
+      w->next_attempt = std::chrono::steady_clock::now() +
+                        std::chrono::microseconds(static_cast<int64_t>(wait * 1e6));
+    } else {
+      failed_.Add();
+      dropped_.Add();
+      FinishLocked(*w, d.id, AckOutcome::kDropped);
+      failures = 0;
+    }
+  }
+}
+
+void NotificationOutbox::FinishLocked(Worker& w, uint64_t id, AckOutcome outcome) {
+  if (!w.queue.empty() && w.queue.front().id == id) w.queue.pop_front();
+  auto it = pending_.find(id);
+  if (it == pending_.end()) return;  // already dropped (receiver removed meanwhile)
+  pending_bytes_ -= it->second.size();
+  pending_.erase(it);
+  std::string ack;
+  EncodeAck(id, outcome, &ack);
+  // Not synced: losing an ack in a crash only means sending that notification again.
+  Status s = AppendLocked(ack, /*sync=*/false);
+  if (!s.ok()) logger_.Error("outbox: writing an ack failed", {{"error", s.ToString()}});
+  UpdateQueuedLocked();
+  MaybeRotateLocked();
+  idle_cv_.notify_all();
+}
+
+void NotificationOutbox::DropQueuedLocked(Worker& w, const std::string& reason) {
+  std::vector<uint64_t> ids;
+  for (const Delivery& d : w.queue) ids.push_back(d.id);
+  if (!ids.empty()) {
+    logger_.Warn("outbox: dropping queued notifications",
+                 {{"receiver", w.name}, {"count", ids.size()}, {"reason", reason}});
+  }
+  for (uint64_t id : ids) {
+    dropped_.Add();
+    FinishLocked(w, id, AckOutcome::kDropped);
+  }
+  w.queue.clear();
+}
+
+void NotificationOutbox::UpdateQueuedLocked() { queued_->store(pending_.size()); }
+
+Status NotificationOutbox::AppendLocked(const std::string& bytes, bool sync) {
+  if (stopped_ && file_ == nullptr) return Status::Unavailable("outbox stopped");
+  if (file_ == nullptr || segment_poisoned_) {
+    TW_RETURN_IF_ERROR(RotateLocked());
+  }
+  Status s = file_->Append(bytes);
+  if (s.ok() && sync) s = file_->Sync();
+  if (!s.ok()) segment_poisoned_ = true;  // its tail is unknown: the next write starts afresh
+  return s;
+}
+
+void NotificationOutbox::MaybeRotateLocked() {
+  if (file_ == nullptr || segment_poisoned_) return;  // the next append rotates
+  if (file_->Size() <= std::max<uint64_t>(options_.segment_bytes, 2 * pending_bytes_)) return;
+  Status s = RotateLocked();
+  if (!s.ok()) logger_.Error("outbox: compaction failed", {{"error", s.ToString()}});
+}
+
+Status NotificationOutbox::RotateLocked() {
+  const uint64_t number = segment_number_ + 1;
+  const std::string path = Join(dir_, OutboxSegmentName(number));
+  if (fs_.Exists(path)) TW_RETURN_IF_ERROR(fs_.RemoveFile(path));  // left by a failed rotation
+  std::string contents(kOutboxMagic);
+  for (const auto& [id, framed] : pending_) contents += framed;
+  TW_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, fs_.OpenAppendable(path));
+  Status s = file->Append(contents);
+  if (s.ok()) s = file->Sync();
+  if (s.ok()) s = fs_.SyncDir(dir_);
+  if (!s.ok()) {
+    (void)file->Close();
+    (void)fs_.RemoveFile(path);
+    return s.WithContext("starting outbox segment " + path);
+  }
+  // The new segment holds everything still pending: older ones can go.
+  if (file_ != nullptr) {
+    (void)file_->Close();
+    old_segments_.push_back(segment_number_);
+  }
+  for (uint64_t old : old_segments_) {
+    Status r = fs_.RemoveFile(Join(dir_, OutboxSegmentName(old)));
+    if (!r.ok() && r.code() != StatusCode::kNotFound) {
+      logger_.Warn("outbox: removing an old segment failed", {{"error", r.ToString()}});
+    }
+  }
+  old_segments_.clear();
+  (void)fs_.SyncDir(dir_);
+  file_ = std::move(file);
+  segment_number_ = number;
+  segment_poisoned_ = false;
+  return Status::Ok();
+}
+
+Status NotificationOutbox::Reload(NotifyConfig config) {
+  return Reload(BuildRoutingTable(config, clock_));
+}
+
+Status NotificationOutbox::Reload(RoutingTable table) {
+  TW_RETURN_IF_ERROR(CheckTable(table).WithContext("reloading outbox"));
+  std::vector<std::unique_ptr<Worker>> retired;
+  {
+    std::lock_guard lock(mu_);
+    if (stopped_) return Status::Unavailable("outbox stopped");
+    for (auto it = workers_.begin(); it != workers_.end();) {
+      if (table.receivers.count(it->first)) {
+        ++it;
+        continue;
+      }
+      Worker& w = *it->second;
+      DropQueuedLocked(w, "receiver removed from the configuration");
+      w.stop = true;
+      w.cv.notify_all();
+      retired.push_back(std::move(it->second));
+      it = workers_.erase(it);
+    }
+    for (auto& [name, notifier] : table.receivers) {
+      auto it = workers_.find(name);
+      if (it != workers_.end()) {
+        it->second->notifier = std::move(notifier);
+        it->second->next_attempt = {};  // a fixed receiver is tried at once, not after the backoff
+        it->second->cv.notify_all();
+        continue;
+      }
+      std::unique_ptr<Worker>& w = workers_[name];
+      w = NewWorker(name, std::move(notifier));
+      StartWorker(*w);
+    }
+    routes_ = std::move(table.routes);
+    logger_.Info("outbox reloaded", {{"receivers", workers_.size()}, {"routes", routes_.size()}});
+  }
+  for (auto& w : retired) w->thread.join();  // each finishes its send in progress, if any
+  return Status::Ok();
+}
+
+void NotificationOutbox::Stop() {
+  std::vector<std::thread*> threads;
+  {
+    std::lock_guard lock(mu_);
+    if (stopped_) return;
+    stopped_ = true;
+    for (auto& [name, w] : workers_) {
+      w->stop = true;
+      w->cv.notify_all();
+      threads.push_back(&w->thread);
+    }
+  }
+  // workers_ no longer changes: Reload refuses once stopped_.
+  for (std::thread* t : threads) {
+    if (t->joinable()) t->join();
+  }
+  std::lock_guard lock(mu_);
+  if (file_ != nullptr) {
+    Status s = file_->Sync();  // keep the acks: fewer repeats after a clean restart
+    if (s.ok()) s = file_->Close();
+    if (!s.ok()) logger_.Warn("outbox: closing the log failed", {{"error", s.ToString()}});
+    file_.reset();
+  }
+}
+
+uint64_t NotificationOutbox::Queued() const { return queued_->load(); }
+
+bool NotificationOutbox::WaitIdle(double timeout_seconds) {
+  std::unique_lock lock(mu_);
+  return idle_cv_.wait_for(lock,
+                           std::chrono::microseconds(static_cast<int64_t>(timeout_seconds * 1e6)),
+                           [this] { return pending_.empty(); });
+}
+
+}  // namespace trainwatch::notify

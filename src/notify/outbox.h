@@ -1,0 +1,167 @@
+// NotificationOutbox: a durable queue of deliveries (notification x receiver), sent by one
+// delivery thread per receiver with retries, exponential backoff and jitter.
+//
+// Semantics:
+//  - Enqueue applies the routes and appends one delivery per matching receiver to an on-disk log,
+//    fdatasync'ed before it returns: an enqueued notification survives kill -9 and power loss,
+//    and is sent after the next Open of the same directory.
+//  - Each receiver sends its deliveries in enqueue order, one at a time. A retryable failure
+//    (Notifier::Send returned Unavailable) is retried, after waits growing from
+//    initial_backoff_seconds by backoff_multiplier up to max_backoff_seconds, each shortened by a
+//    random fraction up to `jitter`; later deliveries to that receiver wait behind it. A permanent
+//    failure, a delivery older than max_age_seconds, and the oldest waiting delivery of a
+//    receiver holding more than max_queued_per_receiver are dropped with a log line.
+//  - Receivers never wait for each other: a receiver that is down or slow delays only itself.
+//  - At-least-once: a delivery is marked done (an ack record, not synced) after the receiver
+//    accepted it, so a crash between the two, or a receiver that accepted but replied late,
+//    sends it again. Receivers can deduplicate on (alert_id, status).
+//  - Disk stays bounded: once the active segment outgrows segment_bytes (and twice the bytes of
+//    the deliveries still waiting), the waiting deliveries are copied into a fresh segment and
+//    older segments are deleted. Open always starts a fresh segment the same way. The file format
+//    is docs/format/outbox.md; a torn tail is cut off with a warning.
+//
+// Thread-safe. Enqueue never waits for a receiver, only for the append and its fdatasync.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/file_system.h"
+#include "common/logging.h"
+#include "common/metrics_registry.h"
+#include "common/status.h"
+#include "notify/notification.h"
+#include "notify/notifier.h"
+#include "notify/notify_config.h"
+#include "notify/outbox_format.h"
+#include "notify/route.h"
+
+namespace trainwatch::notify {
+
+struct OutboxOptions {
+  double initial_backoff_seconds = 0.5;
+  double max_backoff_seconds = 60;
+  double backoff_multiplier = 2;
+  double jitter = 0.2;                     // fraction, 0..1
+  double max_age_seconds = 24 * 3600;      // older deliveries are dropped, not sent
+  size_t max_queued_per_receiver = 10000;  // beyond it the oldest waiting delivery is dropped
+  uint64_t segment_bytes = 4u << 20;       // compaction threshold of the active segment
+  // Borrowed; must outlive the outbox. nullptr: the real file system / the system clock. The
+  // clock stamps deliveries (for max_age) and is handed to notifiers built from a NotifyConfig.
+  FileSystem* fs = nullptr;
+  const Clock* clock = nullptr;
+  uint64_t jitter_seed = 0;  // 0: seeded from std::random_device
+};
+
+// Receivers and routes, ready to use: what Open and Reload take. Every route names a key of
+// `receivers`.
+struct RoutingTable {
+  std::vector<Route> routes;
+  std::map<std::string, std::unique_ptr<Notifier>> receivers;  // by receiver name
+};
+
+// The notifiers `config` describes (each built with `clock`, which must outlive them) and its
+// routes.
+RoutingTable BuildRoutingTable(const NotifyConfig& config, const Clock& clock);
+
+class NotificationOutbox {
+ public:
+  // Opens (creating it if needed) the outbox in `dir`, replays what an earlier run left undelivered
+  // and starts delivering. Deliveries for receivers not in the config are dropped with a log line.
+  // `logger` and `metrics` must outlive the outbox. Registers the counters
+  // trainwatch_notifications_{sent,failed,dropped}_total (failed: every failed attempt, retried
+  // or not) and the gauge trainwatch_notifications_queued. Returns IoError/NotFound from the file
+  // system with the path, InvalidArgument for a route naming a receiver the table lacks.
+  static Result<std::unique_ptr<NotificationOutbox>> Open(std::string dir, NotifyConfig config,
+                                                          OutboxOptions options, Logger& logger,
+                                                          MetricsRegistry& metrics);
+  // The same with notifiers built by the caller (tests, custom receivers).
+  static Result<std::unique_ptr<NotificationOutbox>> Open(std::string dir, RoutingTable table,
+                                                          OutboxOptions options, Logger& logger,
+                                                          MetricsRegistry& metrics);
+
+  // Stop().
+  ~NotificationOutbox();
+  NotificationOutbox(const NotificationOutbox&) = delete;
+  NotificationOutbox& operator=(const NotificationOutbox&) = delete;
+
+  // Routes `n` and durably queues one delivery per matching receiver (none: OK, nothing written).
+  // Returns once the deliveries are on disk; IoError (with the path) when the append or its sync
+  // failed, in which case nothing is queued in memory (the bytes may still be sent after a
+  // restart); Unavailable after Stop().
+  Status Enqueue(const Notification& n);
+
+  // Swaps receivers and routes. A receiver kept by name gets the new notifier and keeps its queue;
+  // the queued deliveries of a removed receiver are dropped with a log line; a new receiver starts.
+  // InvalidArgument (nothing changed) for a route naming a receiver the table lacks; Unavailable
+  // after Stop().
+  Status Reload(NotifyConfig config);
+  Status Reload(RoutingTable table);
+
+  // Stops the delivery threads (waiting for sends in progress, at most one timeout each) and
+  // syncs the log. Undelivered entries stay on disk for the next Open. Idempotent.
+  void Stop();
+
+  // Deliveries queued and not yet sent or dropped.
+  uint64_t Queued() const;
+  // Waits until nothing is queued or `timeout_seconds` pass; true when nothing is queued.
+  bool WaitIdle(double timeout_seconds);
+
+ private:
+  struct Delivery;
+  struct Worker;
+
+  NotificationOutbox(std::string dir, OutboxOptions options, Logger& logger,
+                     MetricsRegistry& metrics);
+
+  // Replays the segments in dir_ into `replayed` (id -> record) and returns the numbers of the
+  // segment files read; bad segments are renamed aside.
+  Result<std::vector<uint64_t>> Replay(std::map<uint64_t, OutboxRecord>* replayed);
+
+  void StartWorker(Worker& w);  // REQUIRES(mu_)
+  void RunWorker(Worker* w);    // the worker's thread
+  std::unique_ptr<Worker> NewWorker(const std::string& name, std::unique_ptr<Notifier> notifier);
+  static Status CheckTable(const RoutingTable& table);
+
+  // Log writes, all REQUIRES(mu_).
+  Status AppendLocked(const std::string& bytes, bool sync);
+  Status RotateLocked();
+  void MaybeRotateLocked();
+  // Marks delivery `id` of `w` done: pops it from w's queue if at the head, writes the ack.
+  void FinishLocked(Worker& w, uint64_t id, AckOutcome outcome);
+  void DropQueuedLocked(Worker& w, const std::string& reason);
+  void UpdateQueuedLocked();
+
+  const std::string dir_;
+  const OutboxOptions options_;
+  FileSystem& fs_;
+  const Clock& clock_;
+  Logger& logger_;
+  Counter& sent_;
+  Counter& failed_;
+  Counter& dropped_;
+  // Read by the queued gauge, which the registry may call after the outbox is gone.
+  const std::shared_ptr<std::atomic<uint64_t>> queued_;
+
+  mutable std::mutex mu_;
+  std::condition_variable idle_cv_;          // notified whenever pending_ shrinks
+  std::unique_ptr<WritableFile> file_;       // GUARDED_BY(mu_); the active segment
+  uint64_t segment_number_ = 0;              // GUARDED_BY(mu_)
+  std::vector<uint64_t> old_segments_;       // GUARDED_BY(mu_); to delete at rotation
+  bool segment_poisoned_ = false;            // GUARDED_BY(mu_); a write failed: rotate
+  std::map<uint64_t, std::string> pending_;  // GUARDED_BY(mu_); id -> framed record
+  uint64_t pending_bytes_ = 0;               // GUARDED_BY(mu_)
+  uint64_t next_id_ = 1;                     // GUARDED_BY(mu_)
+  std::vector<Route> routes_;                // GUARDED_BY(mu_)
+  std::map<std::string, std::unique_ptr<Worker>> workers_;  // GUARDED_BY(mu_)
+  bool stopped_ = false;                                    // GUARDED_BY(mu_)
+};
+
+}  // namespace trainwatch::notify

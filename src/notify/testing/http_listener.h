@@ -1,0 +1,65 @@
+// A tiny HTTP/1.1 server on 127.0.0.1 for notifier tests: records every request and answers with
+// a scripted status. Tests only.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace trainwatch::notify::test {
+
+struct RecordedRequest {
+  std::string method, path;
+  std::map<std::string, std::string> headers;  // names lower-cased
+  std::string body;
+};
+
+// Serves one connection at a time on its own thread, closing each after the reply.
+// Thread-safe.
+class HttpListener {
+ public:
+  // Binds 127.0.0.1 on a free port and starts serving; aborts if it cannot (tests only).
+  HttpListener();
+  ~HttpListener();
+  HttpListener(const HttpListener&) = delete;
+  HttpListener& operator=(const HttpListener&) = delete;
+
+  uint16_t port() const { return port_; }
+  // "http://127.0.0.1:<port>" + path.
+  std::string Url(const std::string& path = "") const;
+
+  // The next `count` requests get `status`; after them, the default status.
+  void FailNext(int count, int status = 500);
+  // The status answered when nothing is scripted (200 at first).
+  void SetDefaultStatus(int status);
+
+  std::vector<RecordedRequest> Requests() const;
+  // Waits until at least `count` requests were recorded; false on timeout.
+  bool WaitForRequests(size_t count, double timeout_seconds) const;
+
+ private:
+  void Serve();
+  void HandleConnection(int fd);
+  int NextStatus();
+
+  int listen_fd_ = -1;
+  uint16_t port_ = 0;
+  std::atomic<bool> stop_{false};
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  std::vector<RecordedRequest> requests_;  // GUARDED_BY(mu_)
+  std::deque<int> scripted_;               // GUARDED_BY(mu_)
+  int default_status_ = 200;               // GUARDED_BY(mu_)
+  std::thread thread_;
+};
+
+// A loopback port with nothing listening on it (connections are refused).
+uint16_t UnusedPort();
+
+}  // namespace trainwatch::notify::test

@@ -1,0 +1,173 @@
+#include "notify/testing/smtp_listener.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
+namespace trainwatch::notify::test {
+namespace {
+
+bool SendAll(int fd, const std::string& data) {
+  size_t sent = 0;
+  while (sent < data.size()) {
+    ssize_t n = ::send(fd, data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    sent += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+std::string Upper(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// "<a@b>" inside "MAIL FROM:<a@b> SIZE=12".
+std::string Address(const std::string& line) {
+  size_t open = line.find('<');
+  size_t close = line.find('>', open);
+  if (open == std::string::npos || close == std::string::npos) return "";
+  return line.substr(open + 1, close - open - 1);
+}
+
+// Reads CRLF-terminated lines from a socket.
+class LineReader {
+ public:
+  explicit LineReader(int fd) : fd_(fd) {}
+  bool Next(std::string* line) {
+    while (true) {
+      size_t end = buffer_.find("\r\n");
+      if (end != std::string::npos) {
+        *line = buffer_.substr(0, end);
+        buffer_.erase(0, end + 2);
+        return true;
+      }
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 5000) <= 0) return false;
+      char buf[4096];
+      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) return false;
+      buffer_.append(buf, static_cast<size_t>(n));
+    }
+  }
+
+ private:
+  int fd_;
+  std::string buffer_;
+};
+
+}  // namespace
+
+SmtpListener::SmtpListener() {
+  listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int one = 1;
+  ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (listen_fd_ < 0 || ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0 ||
+      ::listen(listen_fd_, 16) != 0) {
+    std::perror("SmtpListener");
+    std::abort();
+  }
+  port_ = ntohs(addr.sin_port);
+  thread_ = std::thread([this] { Serve(); });
+}
+
+SmtpListener::~SmtpListener() {
+  stop_ = true;
+  thread_.join();
+  ::close(listen_fd_);
+}
+
+std::string SmtpListener::Url() const { return "smtp://127.0.0.1:" + std::to_string(port_); }
+
+void SmtpListener::SetRcptReply(int code) { rcpt_reply_ = code; }
+
+std::vector<SmtpMessage> SmtpListener::Messages() const {
+  std::lock_guard lock(mu_);
+  return messages_;
+}
+
+bool SmtpListener::WaitForMessages(size_t count, double timeout_seconds) const {
+  std::unique_lock lock(mu_);
+  return cv_.wait_for(lock, std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000)),
+                      [&] { return messages_.size() >= count; });
+}
+
+void SmtpListener::Serve() {
+  while (!stop_) {
+    pollfd p{listen_fd_, POLLIN, 0};
+    if (::poll(&p, 1, 20) <= 0) continue;
+    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) continue;
+    HandleConnection(fd);
+    ::close(fd);
+  }
+}
+
+void SmtpListener::HandleConnection(int fd) {
+  LineReader reader(fd);
+  SmtpMessage current;
+  if (!SendAll(fd, "220 127.0.0.1 ESMTP trainwatch-test\r\n")) return;
+  std::string line;
+  while (reader.Next(&line)) {
+    std::string verb = Upper(line.substr(0, line.find(' ')));
+    if (verb == "EHLO") {
+      SendAll(fd, "250-127.0.0.1\r\n250-8BITMIME\r\n250 SMTPUTF8\r\n");
+    } else if (verb == "HELO" || verb == "NOOP") {
+      SendAll(fd, "250 OK\r\n");
+    } else if (verb == "RSET") {
+      current = SmtpMessage();
+      SendAll(fd, "250 OK\r\n");
+    } else if (verb == "MAIL") {
+      current = SmtpMessage();
+      current.mail_from = Address(line);
+      SendAll(fd, "250 OK\r\n");
+    } else if (verb == "RCPT") {
+      int code = rcpt_reply_.load();
+      if (code == 250) current.rcpt_to.push_back(Address(line));
+      SendAll(fd, std::to_string(code) + (code == 250 ? " OK\r\n" : " recipient refused\r\n"));
+    } else if (verb == "DATA") {
+      if (current.rcpt_to.empty()) {
+        SendAll(fd, "554 no valid recipients\r\n");
+        continue;
+      }
+      SendAll(fd, "354 go ahead\r\n");
+      std::string data;
+      bool complete = false;
+      while (reader.Next(&line)) {
+        if (line == ".") {
+          complete = true;
+          break;
+        }
+        if (!line.empty() && line[0] == '.') line.erase(0, 1);  // undo dot-stuffing
+        data += line + "\r\n";
+      }
+      if (!complete) return;
+      current.data = std::move(data);
+      {
+        std::lock_guard lock(mu_);
+        messages_.push_back(current);
+      }
+      cv_.notify_all();
+      SendAll(fd, "250 queued\r\n");
+    } else if (verb == "QUIT") {
+      SendAll(fd, "221 bye\r\n");
+      return;
+    } else {
+      SendAll(fd, "502 not implemented\r\n");
+    }
+  }
+}
+
+}  // namespace trainwatch::notify::test

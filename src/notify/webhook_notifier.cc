@@ -1,0 +1,48 @@
+#include "notify/webhook_notifier.h"
+
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include <cmath>
+
+#include "notify/http_post.h"
+
+namespace trainwatch::notify {
+
+std::string WebhookSignature(const std::string& secret, const std::string& timestamp,
+                             const std::string& body) {
+  std::string message = timestamp + "." + body;
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int mac_len = 0;
+  HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
+       reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac, &mac_len);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "sha256=";
+  for (unsigned int i = 0; i < mac_len; ++i) {
+    out.push_back(kHex[mac[i] >> 4]);
+    out.push_back(kHex[mac[i] & 0xf]);
+  }
+  return out;
+}
+
+WebhookNotifier::WebhookNotifier(WebhookOptions options, const Clock& clock)
+    : options_(std::move(options)), clock_(clock) {}
+
+Status WebhookNotifier::Send(const Notification& n) {
+  HttpPost post;
+  post.url = options_.url;
+  post.body = NotificationToJson(n);
+  post.timeout_seconds = options_.timeout_seconds;
+  post.headers.push_back("Content-Type: application/json");
+  if (!options_.secret.empty()) {
+    std::string timestamp =
+        std::to_string(static_cast<int64_t>(std::floor(clock_.NowUnixSeconds())));
+    post.headers.push_back("X-Trainwatch-Timestamp: " + timestamp);
+    post.headers.push_back("X-Trainwatch-Signature: " +
+                           WebhookSignature(options_.secret, timestamp, post.body));
+  }
+  for (const auto& [name, value] : options_.headers) post.headers.push_back(name + ": " + value);
+  return PerformHttpPost(post).WithContext("webhook");
+}
+
+}  // namespace trainwatch::notify

@@ -1,0 +1,110 @@
+#include "rules/duration.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+
+namespace trainwatch::rules {
+namespace {
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+Status BadDuration(std::string_view text, std::string_view why) {
+  return Status::InvalidArgument("bad duration '" + std::string(text) + "' (" + std::string(why) +
+                                 ")");
+}
+
+double UnitSeconds(std::string_view unit) {
+  if (unit == "ms") return 0.001;
+  if (unit == "s") return 1;
+  if (unit == "m") return 60;
+  if (unit == "h") return 3600;
+  if (unit == "d") return 86400;
+  if (unit == "w") return 7 * 86400;
+  return 0;
+}
+
+bool IsUnitChar(char c) { return c >= 'a' && c <= 'z'; }
+
+}  // namespace
+
+Result<double> ParseDuration(std::string_view text) {
+  std::string_view s = Trim(text);
+  if (s.empty()) return BadDuration(text, "empty");
+  const char* p = s.data();
+  const char* end = s.data() + s.size();
+  double total = 0;
+  bool first = true;
+  while (p < end) {
+    double v = 0;
+    auto [next, ec] = std::from_chars(p, end, v, std::chars_format::fixed);
+    if (ec != std::errc() || !std::isfinite(v) || v < 0)
+      return BadDuration(text, "expected a non-negative number");
+    p = next;
+    const char* unit_start = p;
+    while (p < end && IsUnitChar(*p)) ++p;
+    std::string_view unit(unit_start, static_cast<size_t>(p - unit_start));
+    if (unit.empty()) {
+      if (first && p == end) return v;  // a bare number of seconds
+      return BadDuration(text, "every number needs a unit: ms, s, m, h, d, w");
+    }
+    double scale = UnitSeconds(unit);
+    if (scale == 0)
+      return BadDuration(text, "unknown unit '" + std::string(unit) + "'; use ms, s, m, h, d or w");
+    total += v * scale;
+    first = false;
+  }
+  return total;
+}
+
+std::string Hold::ToString() const {
+  switch (unit) {
+    case Unit::kNone:
+      return "";
+    case Unit::kSteps:
+      return std::to_string(steps) + " steps";
+    case Unit::kSeconds: {
+      char buf[40];
+      std::snprintf(buf, sizeof buf, "%.17gs", seconds);
+      return buf;
+    }
+  }
+  return "";
+}
+
+Result<Hold> ParseHold(std::string_view text) {
+  std::string_view s = Trim(text);
+  Hold hold;
+  for (std::string_view suffix : {"steps", "step"}) {
+    if (!s.ends_with(suffix)) continue;
+    std::string_view number = Trim(s.substr(0, s.size() - suffix.size()));
+    int64_t n = 0;
+    auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), n);
+    if (number.empty() || ec != std::errc() || ptr != number.data() + number.size() || n < 0) {
+      return Status::InvalidArgument("bad hold '" + std::string(text) +
+                                     "': expected a whole number of steps");
+    }
+    if (n > 0) {
+      hold.unit = Hold::Unit::kSteps;
+      hold.steps = n;
+    }
+    return hold;
+  }
+  Result<double> seconds = ParseDuration(s);
+  if (!seconds.ok()) return seconds.status();
+  if (*seconds > 0 && s.find_first_not_of("0123456789.") == std::string_view::npos) {
+    return Status::InvalidArgument("bad hold '" + std::string(text) +
+                                   "': give a unit, e.g. '10m' (record time) or '200 steps'");
+  }
+  if (*seconds > 0) {
+    hold.unit = Hold::Unit::kSeconds;
+    hold.seconds = *seconds;
+  }
+  return hold;
+}
+
+}  // namespace trainwatch::rules

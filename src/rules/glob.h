@@ -1,0 +1,15 @@
+// Project-name globs in rule files: `*` matches any run of characters (including none), `?` any one
+// character; everything else matches itself. No character classes, no escapes.
+#pragma once
+
+#include <string_view>
+
+namespace trainwatch::rules {
+
+// True if `pattern` contains `*` or `?` (otherwise it names one project exactly).
+bool IsGlob(std::string_view pattern);
+
+// True if `name` matches `pattern` as a whole. O(|pattern| * |name|) worst case, no allocation.
+bool GlobMatch(std::string_view pattern, std::string_view name);
+
+}  // namespace trainwatch::rules
