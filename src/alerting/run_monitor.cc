@@ -91,7 +91,11 @@ void RunMonitor::TakeRuleEvents(std::vector<AlertEvent>* out) {
   }
   for (rules::RuleEvent& r : rule_events_) {
     AlertEvent e;
-    e.type = r.state == rules::RuleEvent::State::kResolved ? AlertEvent::Type::kResolved : AlertEvent::Type::kFiring;
+    switch (r.state) {
+      case rules::RuleEvent::State::kPending: e.type = AlertEvent::Type::kPending; break;
+      case rules::RuleEvent::State::kFiring: e.type = AlertEvent::Type::kFiring; break;
+      case rules::RuleEvent::State::kResolved: e.type = AlertEvent::Type::kResolved; break;
+    }
     e.kind = "rule";
     e.name = std::move(r.rule);
     e.metric = std::move(r.metric);

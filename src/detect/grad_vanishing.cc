@@ -5,15 +5,25 @@
 
 namespace trainwatch::detect {
 
-void GradVanishingDetector::Observe(int64_t step, MetricSpan train, int64_t steps, AlertSink& sink) {
+void GradVanishingDetector::Observe(int64_t step, MetricSpan metrics, const std::vector<int>& layers,
+                                    uint64_t layout_version, int64_t steps, AlertSink& sink) {
+  if (layout_version != slots_version_) {
+    slots_.clear();
+    for (int i : layers) {
+      std::string_view name = metrics[static_cast<size_t>(i)].first;
+      auto it = layers_.find(name);
+      if (it == layers_.end()) it = layers_.emplace(std::string(name), Ewma(options_.a_slow)).first;
+      slots_.push_back(&it->second);
+    }
+    slots_version_ = layout_version;
+  }
   const double limit = -std::log(options_.vanish_ratio);
   devs_.clear();
-  for (const auto& [name, value] : train) {
-    if (!name.starts_with(options_.bindings.layer_grad_norm_prefix) || !std::isfinite(value)) continue;
+  for (size_t k = 0; k < layers.size(); ++k) {
+    double value = metrics[static_cast<size_t>(layers[k])].second;
+    if (!std::isfinite(value)) continue;
     double lv = std::log(std::max(value, 1e-30));
-    auto it = layers_.find(name);
-    if (it == layers_.end()) it = layers_.emplace(std::string(name), Ewma(options_.a_slow)).first;
-    Ewma& e = it->second;
+    Ewma& e = *slots_[k];
     if (e.count() >= options_.warm) {
       devs_.push_back(lv - e.mean());
       if (lv - e.mean() < limit) continue;  // do not learn the collapsed level

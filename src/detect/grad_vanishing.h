@@ -20,14 +20,18 @@ class GradVanishingDetector {
  public:
   explicit GradVanishingDetector(const DetectorOptions& options) : options_(options) {}
 
-  // The training metrics of one record (all finite); layer norms are picked by the bound prefix.
-  void Observe(int64_t step, MetricSpan train, int64_t steps, AlertSink& sink);
+  // One training record (all finite): `layers` are the indexes of its per-layer grad norms in
+  // `metrics`, resolved by a RecordLayout whose version is `layout_version`.
+  void Observe(int64_t step, MetricSpan metrics, const std::vector<int>& layers, uint64_t layout_version,
+               int64_t steps, AlertSink& sink);
   // Whether the last median layer deviation was still below half the threshold (log scale).
   bool Holding() const { return last_median_ < -std::log(options_.vanish_ratio) / 2; }
 
  private:
   const DetectorOptions& options_;
-  std::map<std::string, Ewma, std::less<>> layers_;
+  std::map<std::string, Ewma, std::less<>> layers_;  // never erased: slots_ points into it
+  std::vector<Ewma*> slots_;                          // per entry of the layout's layers()
+  uint64_t slots_version_ = UINT64_MAX;
   std::vector<double> devs_;  // scratch
   int64_t count_ = 0;
   double last_median_ = 0;

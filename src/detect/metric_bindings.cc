@@ -14,21 +14,4 @@ bool IsEvalMetric(std::string_view name, const MetricBindings& bindings) {
   return false;
 }
 
-std::optional<Picked> PickMetric(MetricSpan metrics, const std::vector<std::string>& names) {
-  for (const std::string& n : names) {
-    for (const auto& [name, value] : metrics) {
-      if (name == n) return Picked{name, value};
-    }
-  }
-  return std::nullopt;
-}
-
-std::optional<Picked> PickLoss(MetricSpan metrics, const MetricBindings& bindings) {
-  if (auto v = PickMetric(metrics, bindings.loss)) return v;
-  for (const auto& [name, value] : metrics) {
-    if (name.ends_with(bindings.loss_fallback_suffix) && !IsEvalMetric(name, bindings)) return Picked{name, value};
-  }
-  return std::nullopt;
-}
-
 }  // namespace trainwatch::detect

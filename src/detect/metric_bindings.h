@@ -1,4 +1,5 @@
-// Resolving metric roles (loss, lr, ...) in one record by the configured bindings.
+// Metric names in records: the span detectors read, the role a metric found for a binding
+// plays (record_layout.h resolves them), and which names are eval metrics.
 #pragma once
 
 #include <optional>
@@ -22,12 +23,5 @@ struct Picked {
 
 // True if `name` starts with one of the eval prefixes.
 bool IsEvalMetric(std::string_view name, const MetricBindings& bindings);
-
-// The value of the first name in `names` present in `metrics` (in the order of `names`).
-std::optional<Picked> PickMetric(MetricSpan metrics, const std::vector<std::string>& names);
-
-// The train loss: the first bound loss name, else the first metric (in record order) that ends in
-// the fallback suffix and is not an eval metric.
-std::optional<Picked> PickLoss(MetricSpan metrics, const MetricBindings& bindings);
 
 }  // namespace trainwatch::detect

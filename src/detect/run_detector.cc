@@ -98,24 +98,24 @@ void RunDetector::Observe(int64_t step, double time, std::span<const std::pair<s
   ObserveCondition(AlertKind::kThroughputDrop, time_.ThroughputHolding(), options_.resolve_records, step, time,
                    out);
 
+  layout_.Update(metrics, options_.bindings);
   train_.clear();
-  for (const auto& m : metrics) {
-    if (!IsEvalMetric(m.first, options_.bindings)) train_.push_back(m);
-  }
+  for (int i : layout_.train()) train_.push_back(metrics[static_cast<size_t>(i)]);
   if (!train_.empty()) {
     steps_ = train_step_ ? std::max<int64_t>(1, step - *train_step_) : 1;
     train_step_ = step;
     size_t before = out->size();
     bool finite = NanCheck(step, options_.nan_include_eval ? metrics : MetricSpan(train_), sink);
-    if (finite) TrainingDetectors(step, sink);
+    if (finite) TrainingDetectors(step, metrics, sink);
     OpenIncidents(*out, before);
-    bool had_grad_norm = PickMetric(train_, options_.bindings.grad_norm).has_value();
+    bool had_grad_norm = layout_.grad_norm != RecordLayout::kNone;
     ObserveTrainingConditions(step, time, !finite, had_grad_norm, out);
     if (!finite) return;
   }
-  if (auto v = PickMetric(metrics, options_.bindings.eval_loss); v && std::isfinite(v->value)) {
+  if (layout_.eval_loss != RecordLayout::kNone && std::isfinite(metrics[layout_.eval_loss].second)) {
+    const auto& [name, value] = metrics[static_cast<size_t>(layout_.eval_loss)];
     size_t before = out->size();
-    overfit_.Observe(step, v->value, trend_.level(), v->name, sink);
+    overfit_.Observe(step, value, trend_.level(), name, sink);
     OpenIncidents(*out, before);
     ObserveCondition(AlertKind::kOverfitting, overfit_.Holding(), options_.resolve_records, step, time, out);
   }
@@ -145,12 +145,15 @@ bool RunDetector::NanCheck(int64_t step, MetricSpan metrics, AlertSink& sink) {
   return false;
 }
 
-void RunDetector::TrainingDetectors(int64_t step, AlertSink& sink) {
-  const MetricBindings& b = options_.bindings;
-  auto loss = PickLoss(train_, b);
-  auto lr = PickMetric(train_, b.lr);
-  auto gn = PickMetric(train_, b.grad_norm);
-  auto ur = PickMetric(train_, b.update_ratio);
+void RunDetector::TrainingDetectors(int64_t step, MetricSpan metrics, AlertSink& sink) {
+  auto pick = [&](int index) -> std::optional<Picked> {
+    if (index == RecordLayout::kNone) return std::nullopt;
+    return Picked{metrics[static_cast<size_t>(index)].first, metrics[static_cast<size_t>(index)].second};
+  };
+  auto loss = pick(layout_.loss);
+  auto lr = pick(layout_.lr);
+  auto gn = pick(layout_.grad_norm);
+  auto ur = pick(layout_.update_ratio);
 
   if (lr && std::isfinite(lr->value)) {
     ShockBaselines baselines{explosion_.baseline(), trend_.level(), trend_.variability(), spike_.ready()};
@@ -167,7 +170,7 @@ void RunDetector::TrainingDetectors(int64_t step, AlertSink& sink) {
     }
   }
   if (gn) explosion_.Observe(step, gn->value, steps_, lr_.shock(), sink);
-  vanishing_.Observe(step, train_, steps_, sink);
+  vanishing_.Observe(step, metrics, layout_.layers(), layout_.version(), steps_, sink);
   if (loss && std::isfinite(loss->value)) {
     double ll = std::log(std::max(loss->value, 1e-12));
     bool ready = spike_.ready();

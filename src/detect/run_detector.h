@@ -27,6 +27,7 @@
 #include "detect/options.h"
 #include "detect/overfit_detector.h"
 #include "detect/plateau_detector.h"
+#include "detect/record_layout.h"
 #include "detect/time_detectors.h"
 
 namespace trainwatch::detect {
@@ -47,7 +48,10 @@ class RunDetector {
   void CheckStalled(double now, std::vector<Alert>* out);
 
   // Replaces the thresholds in place (a rule reload): every baseline and open incident is kept.
-  void SetOptions(const DetectorOptions& options) { options_ = options; }
+  void SetOptions(const DetectorOptions& options) {
+    options_ = options;
+    layout_.Invalidate();
+  }
 
   const std::string& run() const { return run_; }
   const DetectorOptions& options() const { return options_; }
@@ -56,7 +60,7 @@ class RunDetector {
   void Resume(int64_t step);
   // Returns false when the record is non-finite (the later training detectors are skipped).
   bool NanCheck(int64_t step, MetricSpan metrics, AlertSink& sink);
-  void TrainingDetectors(int64_t step, AlertSink& sink);
+  void TrainingDetectors(int64_t step, MetricSpan metrics, AlertSink& sink);
 
   // Incidents: which kinds are open, and how long their condition has been clear.
   struct Incident {
@@ -93,6 +97,7 @@ class RunDetector {
   int64_t nonfinite_run_ = 0;
   std::vector<std::pair<std::string_view, double>> train_;  // scratch: this record's training metrics
   std::array<Incident, kAlertKindCount> incidents_;
+  RecordLayout layout_;
 };
 
 }  // namespace trainwatch::detect

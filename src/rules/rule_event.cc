@@ -3,7 +3,12 @@
 namespace trainwatch::rules {
 
 std::string_view StateName(RuleEvent::State state) {
-  return state == RuleEvent::State::kFiring ? "firing" : "resolved";
+  switch (state) {
+    case RuleEvent::State::kPending: return "pending";
+    case RuleEvent::State::kFiring: return "firing";
+    case RuleEvent::State::kResolved: return "resolved";
+  }
+  return "unknown";
 }
 
 std::map<std::string, std::string> ExpandAnnotations(

@@ -13,7 +13,9 @@
 namespace trainwatch::rules {
 
 struct RuleEvent {
-  enum class State { kFiring, kResolved };
+  // kPending: an expression rule's condition holds but not yet for its `for`; kResolved also ends
+  // a pending rule whose condition cleared before its hold was done (it never fired).
+  enum class State { kPending, kFiring, kResolved };
 
   std::string rule;   // the alert name (a built-in alert without a rule: its kind name)
   std::string group;  // "" for a built-in alert without a rule

@@ -48,21 +48,25 @@ void RunRuleEvaluator::Bind() {
   }
 }
 
-void RunRuleEvaluator::Resume() {
+void RunRuleEvaluator::Resume(int64_t step, double time, std::vector<RuleEvent>* out) {
   for (Slot& s : slots_) {
     s.latest = kNaN;
     s.seen = false;
     s.window.Clear();
   }
   for (Bound& b : rules_) {
-    if (b.state == RuleState::kPending) b.state = RuleState::kInactive;
+    if (b.state != RuleState::kPending) continue;
+    b.state = RuleState::kInactive;
+    RuleEvent e = MakeEvent(*b.rule, RuleEvent::State::kResolved, step, time, b.value);
+    e.message = "resolved: the run resumed from an earlier step before the hold was done";
+    out->push_back(std::move(e));
   }
 }
 
 void RunRuleEvaluator::Observe(int64_t step, double time,
                                std::span<const std::pair<std::string_view, double>> metrics,
                                std::vector<RuleEvent>* out) {
-  if (last_step_ && step < *last_step_) Resume();
+  if (last_step_ && step < *last_step_) Resume(step, time, out);
   last_step_ = step;
   last_time_ = time;
   if (slots_.empty()) return;
@@ -111,7 +115,7 @@ void RunRuleEvaluator::Evaluate(Bound& b, int64_t step, double time, std::vector
   const Expr::Outcome outcome = b.rule->expr.Evaluate(latest_, window_values_);
   b.value = outcome.value;
   if (!outcome.holds) {
-    if (b.state == RuleState::kFiring) {
+    if (b.state != RuleState::kInactive) {
       out->push_back(MakeEvent(*b.rule, RuleEvent::State::kResolved, step, time, outcome.value));
     }
     b.state = RuleState::kInactive;
@@ -128,6 +132,8 @@ void RunRuleEvaluator::Evaluate(Bound& b, int64_t step, double time, std::vector
   if (HoldDone(b, step, time)) {
     b.state = RuleState::kFiring;
     out->push_back(MakeEvent(*b.rule, RuleEvent::State::kFiring, step, time, outcome.value));
+  } else if (b.since_step == step) {
+    out->push_back(MakeEvent(*b.rule, RuleEvent::State::kPending, step, time, outcome.value));
   }
 }
 
@@ -198,7 +204,7 @@ void RunRuleEvaluator::Rebind(std::shared_ptr<const RuleSet> rules, std::vector<
   // What is left did not survive the reload.
   std::vector<size_t> gone;
   for (const auto& [fingerprint, i] : old_by_fingerprint) {
-    if (old_rules[i].state == RuleState::kFiring) gone.push_back(i);
+    if (old_rules[i].state != RuleState::kInactive) gone.push_back(i);
   }
   std::sort(gone.begin(), gone.end());
   for (size_t i : gone) {

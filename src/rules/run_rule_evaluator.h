@@ -5,8 +5,8 @@
 // newest value of every referenced metric, once all of them have been seen. Its lifecycle:
 // inactive -> pending (condition true) -> firing (true for its whole `for` hold, measured in
 // record time or steps from the first true record; at once without a hold) -> inactive again when
-// a later evaluation is false (a kResolved event). A pending rule whose condition turns false goes
-// back to inactive silently.
+// a later evaluation is false (a kResolved event). Entering pending is a kPending event; a pending
+// rule whose condition turns false (or that a resume drops) ends with a kResolved event too.
 //
 // A resumed run (a record's step lower than the previous record's) clears every window and newest
 // value and drops pending holds; firing rules stay firing until an evaluation is false.
@@ -97,7 +97,8 @@ class RunRuleEvaluator {
   };
 
   void Bind();
-  void Resume();
+  // Clears windows; pending rules end (a kResolved event each).
+  void Resume(int64_t step, double time, std::vector<RuleEvent>* out);
   void Evaluate(Bound& b, int64_t step, double time, std::vector<RuleEvent>* out);
   bool HoldDone(const Bound& b, int64_t step, double time) const;
   RuleEvent MakeEvent(const Rule& rule, RuleEvent::State state, int64_t step, double time,

@@ -99,20 +99,20 @@ INSTANTIATE_TEST_SUITE_P(
              "      - {alert: A, expr: loss > 0.5, for: 1m}\n",
              "1 0 loss=0.6\n2 20 loss=0.6\n3 40 loss=0.7\n4 60 loss=0.8\n5 80 loss=0.9\n6 100 "
              "loss=0.2\n",
-             {"firing A@4 v=0.8", "resolved A@6 v=0.2"}},
+             {"pending A@1 v=0.6", "firing A@4 v=0.8", "resolved A@6 v=0.2"}},
         Case{"HoldInSteps",
              "      - {alert: A, expr: loss > 0.5, for: 10 steps}\n",
              "0 - loss=0.6\n4 - loss=0.6\n8 - loss=0.6\n12 - loss=0.6\n16 - loss=0.6\n",
-             {"firing A@12 v=0.6"}},
-        Case{"PendingCancelledSilently",
+             {"pending A@0 v=0.6", "firing A@12 v=0.6"}},
+        Case{"PendingCancelledResolvesWithoutFiring",
              "      - {alert: A, expr: loss > 0.5, for: 1m}\n",
              "1 0 loss=0.6\n2 30 loss=0.6\n3 40 loss=0.4\n4 50 loss=0.6\n5 100 loss=0.6\n6 110 "
              "loss=0.6\n",
-             {"firing A@6 v=0.6"}},
+             {"pending A@1 v=0.6", "resolved A@3 v=0.4", "pending A@4 v=0.6", "firing A@6 v=0.6"}},
         Case{"TimeHoldStartsAtTheFirstTimedRecord",
              "      - {alert: A, expr: loss > 0.5, for: 1m}\n",
              "1 - loss=0.6\n2 - loss=0.6\n3 100 loss=0.6\n4 150 loss=0.6\n5 160 loss=0.6\n",
-             {"firing A@5 v=0.6"}},
+             {"pending A@1 v=0.6", "firing A@5 v=0.6"}},
         Case{"ValidationVersusTrainingAtDifferentCadences",
              "      - {alert: ValWorse, expr: val_loss > 1.5 * train_loss}\n",
              "1 0 train_loss=1.0\n2 1 train_loss=0.9\n3 2 train_loss=0.8\n4 3 train_loss=0.7 "
@@ -146,11 +146,11 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"RecordsWithoutTheMetricDoNotEvaluate",
              "      - {alert: A, expr: loss > 1, for: 2 steps}\n",
              "1 0 loss=2\n2 1 other=1\n3 2 other=1\n4 3 other=1\n5 4 loss=2\n",
-             {"firing A@5 v=2"}},
+             {"pending A@1 v=2", "firing A@5 v=2"}},
         Case{"ResumeDropsPendingHolds",
              "      - {alert: A, expr: loss > 1, for: 2 steps}\n",
              "5 0 loss=2\n6 1 loss=2\n3 2 loss=2\n4 3 loss=2\n5 4 loss=2\n",
-             {"firing A@5 v=2"}},
+             {"pending A@5 v=2", "resolved A@3 v=2", "pending A@3 v=2", "firing A@5 v=2"}},
         Case{"ResumeClearsWindows",
              "      - {alert: A, expr: 'sum(x, 3) > 25'}\n",
              "1 0 x=10\n2 1 x=10\n1 2 x=10\n2 3 x=10\n3 4 x=10\n",
@@ -252,19 +252,19 @@ const char* kAfter = R"(groups:
 TEST(RunRuleEvaluatorTest, RebindKeepsStateOfUnchangedRulesAndResolvesRemovedOnes) {
   Scenario s(kBefore);
   s.Feed("1 10 loss=2\n2 20 loss=2\n");
-  EXPECT_THAT(s.Summary(), ElementsAre("firing Firing@1 v=2", "firing Removed@1 v=2",
+  EXPECT_THAT(s.Summary(), ElementsAre("pending Pending@1 v=2", "firing Firing@1 v=2", "firing Removed@1 v=2",
                                        "firing Changed@1 v=2", "firing Relabelled@1 v=2"));
   s.Reload(kAfter);
-  EXPECT_THAT(s.Summary(), ElementsAre("firing Firing@1 v=2", "firing Removed@1 v=2",
+  EXPECT_THAT(s.Summary(), ElementsAre("pending Pending@1 v=2", "firing Firing@1 v=2", "firing Removed@1 v=2",
                                        "firing Changed@1 v=2", "firing Relabelled@1 v=2",
                                        "resolved Removed@2 v=2", "resolved Changed@2 v=2"));
-  EXPECT_EQ(20, s.events()[4].time);
+  EXPECT_EQ(20, s.events()[5].time);
   EXPECT_EQ("resolved: the rule was removed or changed by a reload (loss > 1)",
-            s.events()[4].message);
+            s.events()[5].message);
   // Pending keeps its hold (since step 1: fires at 4, not 6); Firing and Relabelled stay firing.
   s.Feed("3 30 loss=2\n4 40 loss=2\n5 50 loss=0\n");
   const std::vector<std::string> all = s.Summary();
-  EXPECT_THAT(std::vector<std::string>(all.begin() + 6, all.end()),
+  EXPECT_THAT(std::vector<std::string>(all.begin() + 7, all.end()),
               ElementsAre("firing Added@3 v=2", "firing Changed@3 v=2", "firing Pending@4 v=2",
                           "resolved Added@5 v=0", "resolved Pending@5 v=0", "resolved Firing@5 v=0",
                           "resolved Changed@5 v=0", "resolved Relabelled@5 v=0"));

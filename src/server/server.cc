@@ -206,7 +206,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   info.grpc_address = grpc_address.substr(0, grpc_address.rfind(':') + 1) + std::to_string(p->grpc_port);
   info.api_key_required = !config.api_key.empty();
   p->api = std::make_unique<api::ApiContext>(
-      api::ApiContext{*p->engine, *p->ingestor, p->metrics, *p->live, std::move(info), p->clock, p->alerts.get()});
+      api::ApiContext{*p->engine, *p->ingestor, p->metrics, *p->live, std::move(info), p->clock, p->alerts.get(), {}});
   if (!config.alerting_file.empty()) p->api->reload_rules = [parts = p.get()] { return parts->ReloadAlerting(); };
   api::HttpServerOptions http_options;
   http_options.host = config.listen.host;

@@ -50,6 +50,11 @@ def test_subscriber_receives_points_written_after_subscribing(module_server):
         loss = msg["metrics"]["loss"]
         assert loss[0] == [10, 1767225600.5, 0.75], msg
         assert loss[1][:2] == [11, 1767225601.5] and loss[1][2] == "NaN", msg
+        # The NaN is an incident: its alert follows on the same channel.
+        alert = recv_json(ws)
+        assert alert["type"] == "alert", alert
+        assert (alert["alert"]["kind"], alert["alert"]["run"], alert["alert"]["step"]) == ("nan", "r1", 11), alert
+        assert alert["alert"]["status"] == "firing", alert
         assert_silent(ws)
     finally:
         ws.close()
