@@ -2,6 +2,7 @@
 /proc figures and directory sizes. Standard library only; run with /usr/bin/python3."""
 
 import json
+import math
 import os
 import re
 import shutil
@@ -229,3 +230,49 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description="Generates a preset's workload into the work dir.")
     add_common_args(parser)
     print(ensure_workload(parser.parse_args(), lp=True))
+
+
+# --- latency reports and background load (live_latency_bench.py, alert_latency_bench.py)
+
+
+def nearest_rank(sorted_values, q):
+    return sorted_values[min(len(sorted_values) - 1, max(0, math.ceil(q * len(sorted_values)) - 1))]
+
+
+def percentiles(values):
+    if not values:
+        return "no samples"
+    v = sorted(values)
+    return (f"p50 {nearest_rank(v, 0.5):.2f}  p90 {nearest_rank(v, 0.9):.2f}  p99 {nearest_rank(v, 0.99):.2f}  "
+            f"max {v[-1]:.2f} ms (n={len(v)})")
+
+
+class BackgroundLoad:
+    """bin/ingest_bench writing synthetic runs over gRPC for `seconds`, paced to `rate` points/s
+    (0: as fast as the server acknowledges)."""
+
+    def __init__(self, args, server, name, rate):
+        with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
+            self.out_path = f.name
+        cmd = [binary(args, "ingest_bench"), "--transport", "grpc", "--target", server.grpc,
+               "--server-pid", str(server.pid), "--shape", "8x50x25000", "--project", "load",
+               "--run-prefix", f"{name}-", "--max-seconds", str(args.seconds + 1), "--loop",
+               "--json-out", self.out_path]
+        if rate > 0:
+            cmd += ["--rate", str(rate)]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        # ingest_bench builds its requests first (a second or two): wait until the server works.
+        cpu0 = server.cpu()
+        while self.proc.poll() is None and server.cpu() - cpu0 < 0.05:
+            time.sleep(0.1)
+
+    def finish(self):
+        """Waits for the load to end; returns ingest_bench's figures."""
+        _, err = self.proc.communicate()
+        try:
+            if self.proc.returncode != 0:
+                raise RuntimeError(f"background load failed: {err.strip()}")
+            with open(self.out_path) as f:
+                return json.load(f)
+        finally:
+            os.unlink(self.out_path)

@@ -16,10 +16,7 @@ import argparse
 import concurrent.futures
 import http.client
 import json
-import math
 import os
-import subprocess
-import tempfile
 import threading
 import time
 
@@ -27,17 +24,6 @@ import websocket  # python3-websocket (Debian), the websocket-client package
 
 import benchlib
 
-
-def nearest_rank(sorted_values, q):
-    return sorted_values[min(len(sorted_values) - 1, max(0, math.ceil(q * len(sorted_values)) - 1))]
-
-
-def percentiles(values):
-    if not values:
-        return "no samples"
-    v = sorted(values)
-    return (f"p50 {nearest_rank(v, 0.5):.2f}  p90 {nearest_rank(v, 0.9):.2f}  p99 {nearest_rank(v, 0.99):.2f}  "
-            f"max {v[-1]:.2f} ms (n={len(v)})")
 
 
 class Probe:
@@ -122,42 +108,11 @@ class Subscriber:
         self.ws.close()
 
 
-class BackgroundLoad:
-    """bin/ingest_bench writing synthetic runs over gRPC for `seconds`, paced to `rate` points/s
-    (0: as fast as the server acknowledges)."""
-
-    def __init__(self, args, server, name, rate):
-        with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
-            self.out_path = f.name
-        cmd = [benchlib.binary(args, "ingest_bench"), "--transport", "grpc", "--target", server.grpc,
-               "--server-pid", str(server.pid), "--shape", "8x50x25000", "--project", "load",
-               "--run-prefix", f"{name}-", "--max-seconds", str(args.seconds + 1), "--loop",
-               "--json-out", self.out_path]
-        if rate > 0:
-            cmd += ["--rate", str(rate)]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        # ingest_bench builds its requests first (a second or two): wait until the server works.
-        cpu0 = server.cpu()
-        while self.proc.poll() is None and server.cpu() - cpu0 < 0.05:
-            time.sleep(0.1)
-
-    def finish(self):
-        """Waits for the load to end; returns ingest_bench's figures."""
-        _, err = self.proc.communicate()
-        try:
-            if self.proc.returncode != 0:
-                raise RuntimeError(f"background load failed: {err.strip()}")
-            with open(self.out_path) as f:
-                return json.load(f)
-        finally:
-            os.unlink(self.out_path)
-
-
 def run_phase(args, server, name, rate):
     """One phase: an optional background load, the probe and the subscriber for --seconds."""
     probe = Probe(server.http, args.interval)
     subscriber = Subscriber(server.http, probe)
-    load = BackgroundLoad(args, server, name, rate) if rate is not None else None
+    load = benchlib.BackgroundLoad(args, server, name, rate) if rate is not None else None
     t0, cpu0 = time.monotonic(), server.cpu()
     wait0, busy0 = benchlib.run_queue_wait_seconds(server.pid), benchlib.machine_busy_seconds()
     probe.write_until(time.monotonic() + args.seconds)
@@ -172,9 +127,9 @@ def run_phase(args, server, name, rate):
         r = load.finish()
         heading += f"; background load {r['points_per_s'] / 1e6:.2f} M points/s achieved, ack p99 {r['ack_p99_ms']:.0f} ms"
     print(heading)
-    print(f"  push latency  {percentiles(probe.push_ms)}; not pushed {len(probe.sent)} of {probe.step}"
+    print(f"  push latency  {benchlib.percentiles(probe.push_ms)}; not pushed {len(probe.sent)} of {probe.step}"
           + (f"; {len(probe.errors)} probe writes failed" if probe.errors else ""))
-    print(f"  probe ack     {percentiles(probe.ack_ms)}")
+    print(f"  probe ack     {benchlib.percentiles(probe.ack_ms)}")
     print(f"  CPU           server {server_cores:.2f} cores; its threads waited {waiting:.2f} s per s for a CPU; "
           f"machine busy {busy:.2f} of {os.cpu_count()} cores (everything, this driver and the load included)",
           flush=True)
@@ -202,7 +157,7 @@ def main():
     print("\n## summary: push latency p50 / p99 ms")
     for name, values in summary:
         v = sorted(values) or [float("nan")]
-        print(f"{name:14} {nearest_rank(v, 0.5):8.2f} {nearest_rank(v, 0.99):8.2f}")
+        print(f"{name:14} {benchlib.nearest_rank(v, 0.5):8.2f} {benchlib.nearest_rank(v, 0.99):8.2f}")
 
 
 if __name__ == "__main__":
