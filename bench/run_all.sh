@@ -5,7 +5,7 @@
 #
 #   bench/run_all.sh BUILD_DIR [--preset 10m|1m] [--skip NAME,...]
 #
-# NAME: encoding, ingest, query, live, alert, memory, influx, sdk. Workloads are generated on first use into
+# NAME: encoding, ingest, query, live, alert, detector, memory, influx, sdk. Workloads are generated on first use into
 # $TRAINWATCH_BENCH_DIR (default /tmp/trainwatch-bench), with scratch data directories beside them.
 set -uo pipefail
 
@@ -59,6 +59,7 @@ run ingest "$PY" ingest_disk_bench.py "${COMMON[@]}" --no-encoding
 run query "$PY" query_latency_bench.py "${COMMON[@]}"
 run live "$PY" live_latency_bench.py "${COMMON[@]}"
 run alert "$PY" alert_latency_bench.py "${COMMON[@]}"
+run detector "$BUILD_DIR/bin/detector_bench"
 run memory "$PY" memory_bench.py "${COMMON[@]}"
 run influx "$PY" influx_compare_bench.py "${COMMON[@]}"
 run sdk ./sdk_bench.sh "$BUILD_DIR"

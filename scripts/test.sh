@@ -8,7 +8,14 @@ PYTHON=${PYTHON:-/usr/bin/python3}
 
 status=0
 echo "== C++ unit tests"
-(cd "$BUILD_DIR" && ctest --output-on-failure -j "$(nproc)") || status=1
+(cd "$BUILD_DIR" && ctest --output-on-failure -j "$(nproc)" -E '^detect_devset$') || status=1
+
+echo "== anomaly detection on the dev set (per-kind table and score line)"
+if (cd "$BUILD_DIR" && ctest -N -R '^detect_devset$' | grep -q 'detect_devset'); then
+  (cd "$BUILD_DIR" && ctest -V -R '^detect_devset$' | sed -n 's/^[0-9]*: //p') || status=1
+else
+  echo "detect_devset is not registered (no dev set found at configure time)"
+fi
 
 echo "== integration tests (real server processes)"
 TRAINWATCH_BIN="$(pwd)/$BUILD_DIR/bin/trainwatch" "$PYTHON" -m pytest -q tests/integration || status=1

@@ -66,9 +66,17 @@ AlertManager::~AlertManager() { Stop(); }
 
 void AlertManager::Start() {
   thread_ = std::thread([this] { Loop(); });
+  detect_thread_ = std::thread([this] { DetectLoop(); });
 }
 
 void AlertManager::Stop() {
+  {
+    std::lock_guard lock(detect_mu_);
+    detect_stop_ = true;
+  }
+  detect_cv_.notify_all();
+  detect_space_.notify_all();
+  if (detect_thread_.joinable()) detect_thread_.join();
   {
     std::lock_guard lock(queue_mu_);
     stop_ = true;
@@ -112,12 +120,58 @@ void AlertManager::FeedBatch(const v1::RunBatch& batch, RunMonitor& monitor, std
 }
 
 void AlertManager::OnCommit(const v1::WriteRequest& request) {
+  QueuedWrite write;
+  write.arrival = clock_.NowUnixSeconds();
+  for (const v1::RunBatch& batch : request.runs()) {
+    if (batch.sampled()) continue;  // machine samples are not training steps
+    const bool status = batch.has_metadata() && batch.metadata().has_status();
+    if (batch.steps_size() == 0 && !status) continue;
+    v1::RunBatch* copy = write.request.add_runs();
+    copy->set_project(batch.project());
+    copy->set_run(batch.run());
+    *copy->mutable_steps() = batch.steps();
+    *copy->mutable_times() = batch.times();
+    *copy->mutable_metrics() = batch.metrics();
+    if (status) copy->mutable_metadata()->set_status(batch.metadata().status());
+  }
+  if (write.request.runs_size() == 0) return;
+  write.bytes = write.request.ByteSizeLong();
+  {
+    std::unique_lock lock(detect_mu_);
+    // Backpressure: detection never skips a point, so a detector that falls behind slows commits.
+    detect_space_.wait(lock, [&] {
+      return detect_stop_ || detect_bytes_ == 0 || detect_bytes_ + write.bytes <= options_.max_queued_bytes;
+    });
+    detect_bytes_ += write.bytes;
+    ++writes_queued_;
+    detect_queue_.push_back(std::move(write));
+  }
+  detect_cv_.notify_one();
+}
+
+void AlertManager::DetectLoop() {
+  std::unique_lock lock(detect_mu_);
+  for (;;) {
+    detect_cv_.wait(lock, [&] { return detect_stop_ || !detect_queue_.empty(); });
+    if (detect_queue_.empty()) return;  // stopping, and everything is detected
+    QueuedWrite write = std::move(detect_queue_.front());
+    detect_queue_.pop_front();
+    lock.unlock();
+    Detect(write);
+    lock.lock();
+    detect_bytes_ -= write.bytes;
+    ++writes_detected_;
+    detect_space_.notify_all();
+  }
+}
+
+void AlertManager::Detect(const QueuedWrite& write) {
+  const v1::WriteRequest& request = write.request;
   std::vector<QueuedEvent> queued;
   std::vector<AlertEvent> events;
   {
     std::lock_guard lock(monitors_mu_);
     for (const v1::RunBatch& batch : request.runs()) {
-      if (batch.sampled()) continue;  // machine samples are not training steps
       const std::string key = MonitorKey(batch.project(), batch.run());
       const bool ending = batch.has_metadata() && batch.metadata().has_status() && Ends(batch.metadata().status());
       auto it = monitors_.find(key);
@@ -129,7 +183,7 @@ void AlertManager::OnCommit(const v1::WriteRequest& request) {
         events.clear();
         FeedBatch(batch, *it->second.monitor, &events);
         double last_time = batch.times_size() ? batch.times(batch.times_size() - 1) : NAN;
-        if (std::isfinite(last_time)) it->second.clock_offset = clock_.NowUnixSeconds() - last_time;
+        if (std::isfinite(last_time)) it->second.clock_offset = write.arrival - last_time;
         for (AlertEvent& e : events) queued.push_back(QueuedEvent{batch.project(), batch.run(), std::move(e)});
       }
       if (ending) {
@@ -174,6 +228,11 @@ void AlertManager::Enqueue(std::vector<QueuedEvent> events) {
 }
 
 void AlertManager::Flush() {
+  {
+    std::unique_lock lock(detect_mu_);
+    const uint64_t target = writes_queued_;
+    detect_space_.wait(lock, [&] { return writes_detected_ >= target; });
+  }
   std::unique_lock lock(queue_mu_);
   const uint64_t target = queued_batches_;
   queue_cv_.notify_one();

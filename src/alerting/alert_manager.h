@@ -2,15 +2,18 @@
 // firing, resolved — deduplicated per incident, persisted, silenced, acknowledged, pushed to live
 // subscribers and handed to the notifiers.
 //
-// Records reach it through OnCommit (the engine's commit listener): every committed training
-// record goes through its run's RunMonitor right there, on the applier thread (O(1) amortised per
-// point, no I/O). The events it yields go to the manager's own thread, which persists them and
-// notifies; that thread also checks every running run for `stalled` once a second against the
+// Records reach it through OnCommit (the engine's commit listener), which copies the training
+// rows of each committed write into a bounded queue. The detection thread runs every record through
+// its run's RunMonitor (O(1) amortised per point, no I/O) — beside the applier, not on it, so that
+// ingest and detection use two cores; when detection falls behind by more than the queue's bound,
+// OnCommit waits: no point is ever skipped. The events go to the alert thread, which persists them
+// and notifies; that thread also checks every running run for `stalled` once a second against the
 // server's clock. Thread-safe.
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -41,6 +44,8 @@ struct AlertManagerOptions {
   // Firing alerts are re-sent this often to receivers that want reminders (Alertmanager, which
   // otherwise resolves them after its resolve_timeout).
   double resend_interval_seconds = 60;
+  // Bytes of committed writes waiting for detection before OnCommit waits for the detector.
+  size_t max_queued_bytes = 64 << 20;
   // Base of the chart links in notifications: <external_url>/#/runs/<project>/<run>?metric=..&step=..
   std::string external_url = "http://127.0.0.1:8080";
 };
@@ -77,12 +82,14 @@ class AlertManager {
   // Processes what is queued, then joins the thread.
   void Stop();
 
-  // The engine's commit listener. Never blocks on I/O.
+  // The engine's commit listener: queues the write's training rows for detection. Never does I/O;
+  // waits only while the detection queue is full.
   void OnCommit(const v1::WriteRequest& request);
   // Swaps the rules; every run keeps its detector state and the state of unchanged rules.
   void Reload(std::shared_ptr<const rules::RuleSet> rules);
   std::shared_ptr<const rules::RuleSet> rules() const;
-  // After Start(): blocks until every event queued before the call is persisted and notified.
+  // After Start(): blocks until every write committed before the call went through detection and
+  // its events are persisted and notified.
   void Flush();
 
   std::vector<AlertRecord> List(const AlertQuery& query) const;
@@ -107,7 +114,14 @@ class AlertManager {
 
   AlertManager(AlertManagerOptions options, Clock& clock, Logger& logger, MetricsRegistry& metrics,
                std::unique_ptr<AlertStore> store, std::shared_ptr<const rules::RuleSet> rules);
+  struct QueuedWrite {
+    v1::WriteRequest request;  // only what detection reads: rows, metric columns, status changes
+    double arrival = 0;        // server clock when it was committed
+    size_t bytes = 0;
+  };
   void Loop();
+  void DetectLoop();
+  void Detect(const QueuedWrite& write);
   void CheckStalled();
   void ResendFiring();
   void FeedBatch(const v1::RunBatch& batch, RunMonitor& monitor, std::vector<AlertEvent>* out);
@@ -135,7 +149,18 @@ class AlertManager {
   std::unordered_map<std::string, Monitored> monitors_;         // GUARDED_BY(monitors_mu_); key project\x1frun
   std::vector<std::vector<std::pair<std::string_view, double>>> rows_;  // GUARDED_BY(monitors_mu_), scratch
 
-  // Events from OnCommit to the manager's thread.
+  // Committed writes from OnCommit to the detection thread.
+  std::mutex detect_mu_;
+  std::condition_variable detect_cv_;     // work arrived, or stop
+  std::condition_variable detect_space_;  // room in the queue, or a batch detected
+  std::deque<QueuedWrite> detect_queue_;  // GUARDED_BY(detect_mu_)
+  size_t detect_bytes_ = 0;               // GUARDED_BY(detect_mu_)
+  uint64_t writes_queued_ = 0;            // GUARDED_BY(detect_mu_)
+  uint64_t writes_detected_ = 0;          // GUARDED_BY(detect_mu_)
+  bool detect_stop_ = false;              // GUARDED_BY(detect_mu_)
+  std::thread detect_thread_;
+
+  // Events from detection to the alert thread.
   std::mutex queue_mu_;
   std::condition_variable queue_cv_;
   std::condition_variable drained_cv_;
