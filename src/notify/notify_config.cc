@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <set>
 
+#include "common/duration.h"
+
 namespace trainwatch::notify {
 namespace {
 
@@ -102,7 +104,7 @@ class Parser {
     YAML::Node v = map["timeout"];
     if (!v.IsDefined() || v.IsNull()) return 5.0;
     if (!v.IsScalar()) return Error(v, where, "'timeout' must be a duration");
-    Result<double> d = ParseNotifyDuration(v.Scalar());
+    Result<double> d = ParseDuration(v.Scalar());
     if (!d.ok()) return Error(v, where, "timeout: " + d.status().message());
     if (*d <= 0) return Error(v, where, "timeout must be positive");
     return d;
@@ -284,19 +286,6 @@ class Parser {
 
 }  // namespace
 
-Result<double> ParseNotifyDuration(const std::string& text) {
-  double v = 0;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || !std::isfinite(v) || v < 0) {
-    return Status::InvalidArgument("bad duration '" + text + "'");
-  }
-  std::string_view unit(ptr, static_cast<size_t>(text.data() + text.size() - ptr));
-  if (unit.empty() || unit == "s") return v;
-  if (unit == "ms") return v / 1000;
-  if (unit == "m") return v * 60;
-  if (unit == "h") return v * 3600;
-  return Status::InvalidArgument("bad duration '" + text + "' (use ms, s, m or h)");
-}
 
 Result<NotifyConfig> ParseNotifyConfig(const YAML::Node& root, const std::string& file) {
   return ParseNotifyConfig(root, file, ProcessEnv);

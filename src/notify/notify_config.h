@@ -69,8 +69,6 @@ Result<NotifyConfig> ParseNotifyConfig(const YAML::Node& root, const std::string
 Result<NotifyConfig> ParseNotifyConfig(const YAML::Node& root, const std::string& file,
                                        const EnvLookup& env);
 
-// Parses "500ms", "5s", "2m", "1h" or a plain number of seconds; InvalidArgument otherwise.
-Result<double> ParseNotifyDuration(const std::string& text);
 
 // The notifier a receiver describes. `clock` must outlive it.
 std::unique_ptr<Notifier> BuildNotifier(const ReceiverConfig& receiver, const Clock& clock);

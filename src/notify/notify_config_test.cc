@@ -147,15 +147,5 @@ TEST(NotifyConfig, EachErrorNamesFileLineAndReason) {
   }
 }
 
-TEST(NotifyConfig, Durations) {
-  EXPECT_DOUBLE_EQ(*ParseNotifyDuration("500ms"), 0.5);
-  EXPECT_DOUBLE_EQ(*ParseNotifyDuration("5s"), 5);
-  EXPECT_DOUBLE_EQ(*ParseNotifyDuration("2m"), 120);
-  EXPECT_DOUBLE_EQ(*ParseNotifyDuration("3"), 3);
-  EXPECT_FALSE(ParseNotifyDuration("5 s").ok());
-  EXPECT_FALSE(ParseNotifyDuration("-1s").ok());
-  EXPECT_FALSE(ParseNotifyDuration("").ok());
-}
-
 }  // namespace
 }  // namespace trainwatch::notify

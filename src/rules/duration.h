@@ -5,14 +5,12 @@
 #include <string>
 #include <string_view>
 
+#include "common/duration.h"
 #include "common/status.h"
 
 namespace trainwatch::rules {
 
-// Seconds from a duration: one or more <number><unit> parts with units ms, s, m, h, d, w
-// ("90s", "1.5h", "1h30m"), or a bare non-negative number of seconds ("300"). InvalidArgument
-// "bad duration '<text>' (...)" otherwise; negative and non-finite values are rejected.
-Result<double> ParseDuration(std::string_view text);
+using ::trainwatch::ParseDuration;  // common/duration.h
 
 // How long a rule's condition must hold before it fires: nothing (fire at once), record time, or
 // steps. A plain value type.

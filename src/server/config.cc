@@ -140,20 +140,6 @@ Status ApplyYaml(ServerConfig* c, const std::string& path) {
 
 }  // namespace
 
-Result<double> ParseDuration(const std::string& text) {
-  double v = 0;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || v < 0) return Status::InvalidArgument("bad duration '" + text + "'");
-  std::string_view unit(ptr, text.data() + text.size() - ptr);
-  double scale = 1;
-  if (unit.empty() || unit == "s") scale = 1;
-  else if (unit == "m") scale = 60;
-  else if (unit == "h") scale = 3600;
-  else if (unit == "d") scale = 86400;
-  else if (unit == "w") scale = 7 * 86400;
-  else return Status::InvalidArgument("bad duration unit in '" + text + "' (s, m, h, d, w)");
-  return v * scale;
-}
 
 bool HostPort::IsLoopback() const {
   return host == "localhost" || host == "::1" || host.starts_with("127.");

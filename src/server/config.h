@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/duration.h"
 #include "common/logging.h"
 #include "common/status.h"
 #include "ingest/limits.h"
@@ -48,8 +49,8 @@ struct ServerConfig {
   double alert_cooldown_seconds = 600;
 };
 
-// Parses a duration: "90" (seconds), "10s", "15m", "12h", "30d", "2w".
-Result<double> ParseDuration(const std::string& text);
+// Durations ("90", "10s", "15m", "12h", "30d", "2w", "1h30m"): common/duration.h.
+using ::trainwatch::ParseDuration;
 
 // Parses `trainwatch serve` arguments (argv after "serve"), reading env and the YAML file.
 // InvalidArgument with the flag, variable or YAML line at fault.
