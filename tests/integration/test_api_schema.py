@@ -1,0 +1,122 @@
+"""The server's JSON answers against schema/api.schema.json, the one schema the web app's API types
+are generated from: a field added, renamed or retyped on either side fails here, not in a browser.
+
+Every object in the schema is closed (unevaluatedProperties: false), so an undocumented field is an
+error too. The data written covers the shapes' variants: NaN values, a resolved and a firing alert,
+a silence, raw and downsampled series, a run without the metric, histograms beside scalars.
+"""
+import json
+import os
+import time
+
+import jsonschema
+import pytest
+import websocket
+
+from conftest import REPO
+
+SCHEMA_PATH = os.path.join(REPO, "schema", "api.schema.json")
+
+
+@pytest.fixture(scope="module")
+def schema():
+    with open(SCHEMA_PATH) as f:
+        doc = json.load(f)
+    jsonschema.Draft202012Validator.check_schema(doc)
+    return doc
+
+
+def check(schema, definition, document):
+    """Validates `document` against $defs/<definition>; the error names the path that is wrong."""
+    sub = {"$schema": schema["$schema"], "$defs": schema["$defs"], "$ref": "#/$defs/" + definition}
+    errors = sorted(jsonschema.Draft202012Validator(sub).iter_errors(document), key=lambda e: list(e.path))
+    assert not errors, "%s: %s" % (definition, "; ".join(
+        "at %s: %s" % ("/".join(map(str, e.path)) or "(root)", e.message) for e in errors[:5]))
+
+
+def get(server, path, params=None, expect=200):
+    r = server.get(path, params)
+    assert r.status == expect, (path, params, r)
+    return json.loads(r.body)  # the raw text: "NaN" stays the string the schema expects
+
+
+@pytest.fixture(scope="module")
+def populated(module_server):
+    s = module_server
+    lines = []
+    for step in range(120):
+        loss = "NaN" if step == 100 else repr(1.0 + 0.01 * (step % 3))
+        lines.append('{"project":"schema","run":"r1","step":%d,"time":%f,"metrics":{"loss":%s,"acc":0.5}}'
+                     % (step, 1767225600 + step, loss))
+    for step in range(80):
+        loss = "NaN" if step == 70 else repr(2.0)
+        lines.append('{"project":"schema","run":"r2","step":%d,"metrics":{"loss":%s}}' % (step, loss))
+    s.write_ok("\n".join(lines))
+    r = s.post("/api/v1/runs/update", json.dumps({"tags": ["baseline"], "config": {"optim": {"lr": 3e-4}}}),
+               params={"project": "schema", "run": "r1"})
+    assert r.status == 200, r
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        alerts = get(s, "/api/v1/alerts", {"project": "schema"})["alerts"]
+        if {a["run"] for a in alerts} == {"r1", "r2"} and any(a["status"] == "resolved" for a in alerts):
+            break
+        time.sleep(0.05)
+    return s
+
+
+def test_runs(schema, populated):
+    check(schema, "RunList", get(populated, "/api/v1/runs", {"project": "schema", "latest": "loss,acc,none"}))
+    check(schema, "RunList", get(populated, "/api/v1/runs"))
+
+
+def test_run_and_metrics(schema, populated):
+    check(schema, "RunDetail", get(populated, "/api/v1/run", {"project": "schema", "run": "r1"}))
+    check(schema, "MetricList", get(populated, "/api/v1/metrics", {"project": "schema", "run": "r1"}))
+
+
+def test_series_raw_and_downsampled(schema, populated):
+    params = {"project": "schema", "run": ["r1", "r2", "missing"], "metric": "loss"}
+    check(schema, "SeriesRaw", get(populated, "/api/v1/series", params))
+    check(schema, "SeriesDownsampled", get(populated, "/api/v1/series", dict(params, buckets="7")))
+    check(schema, "SeriesDownsampled", get(populated, "/api/v1/series", dict(params, buckets="50", x="relative")))
+
+
+def test_alerts_acks_and_silences(schema, populated):
+    alerts = get(populated, "/api/v1/alerts", {"project": "schema"})
+    check(schema, "AlertList", alerts)
+    assert {a["status"] for a in alerts["alerts"]} == {"firing", "resolved"}, alerts
+    r = populated.post("/api/v1/alerts/ack", json.dumps({"id": alerts["alerts"][0]["id"], "by": "schema-test"}))
+    assert r.status == 200, r
+    check(schema, "AlertResponse", json.loads(r.body))
+    r = populated.post("/api/v1/silences", json.dumps({"project": "schema", "kind": "nan", "duration": "1h"}))
+    assert r.status == 200, r
+    silence = json.loads(r.body)
+    check(schema, "SilenceResponse", silence)
+    check(schema, "SilenceList", get(populated, "/api/v1/silences", {"all": "1"}))
+    r = populated.post("/api/v1/silences/expire", json.dumps({"id": silence["silence"]["id"]}))
+    check(schema, "SilenceResponse", json.loads(r.body))
+
+
+def test_errors_and_info(schema, populated):
+    check(schema, "ErrorResponse", get(populated, "/api/v1/runs", {"q": "("}, expect=400))
+    check(schema, "ErrorResponse", get(populated, "/api/v1/run", {"project": "schema", "run": "nope"}, expect=404))
+    check(schema, "ServerInfo", get(populated, "/api/v1/info"))
+
+
+def test_live_messages(schema, populated):
+    ws = websocket.create_connection(populated.ws_url + "/api/v1/live", timeout=10)
+    try:
+        ws.send(json.dumps({"subscribe": {"project": "schema", "runs": ["r3"]}}))
+        messages = [json.loads(ws.recv())]
+        lines = ['{"project":"schema","run":"r3","step":%d,"metrics":{"loss":%s}}' % (s, "NaN" if s == 70 else "1.5")
+                 for s in range(71)]
+        populated.write_ok("\n".join(lines))
+        while not any(m["type"] == "alert" for m in messages):
+            messages.append(json.loads(ws.recv()))
+        ws.send("not json")
+        messages.append(json.loads(ws.recv()))
+    finally:
+        ws.close()
+    assert {m["type"] for m in messages} == {"subscribed", "points", "alert", "error"}, messages
+    for m in messages:
+        check(schema, "LiveMessage", m)
