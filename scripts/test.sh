@@ -20,6 +20,9 @@ fi
 echo "== integration tests (real server processes)"
 TRAINWATCH_BIN="$(pwd)/$BUILD_DIR/bin/trainwatch" "$PYTHON" -m pytest -q tests/integration || status=1
 
+echo "== browser tests (the dashboard in headless Chromium, real server)"
+scripts/test_browser.sh "$BUILD_DIR" || status=1
+
 echo "== Python SDK tests (real server, real PyTorch training)"
 PYTHONPATH="$(pwd)/$BUILD_DIR/python" TRAINWATCH_BIN="$(pwd)/$BUILD_DIR/bin/trainwatch" \
   TRAINWATCH_BUILD_DIR="$(pwd)/$BUILD_DIR" "$PYTHON" -m pytest -q sdk/python/tests || status=1

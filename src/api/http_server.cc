@@ -145,6 +145,7 @@ class HttpServer::Impl {
   std::vector<std::thread> threads_;
   std::map<RouteKey, HttpHandler> routes_;
   std::map<std::string, WebSocketHandler> websockets_;
+  HttpHandler fallback_;  // may be empty
   std::atomic<int> connections_{0};
   std::atomic<uint64_t> next_peer_id_{1};
   std::atomic<bool> stopped_{false};
@@ -267,6 +268,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
 
  private:
   void Read() {
+    head_ = false;
     parser_.emplace();
     parser_->body_limit(server_.options_.max_body_bytes);
     parser_->header_limit(64 * 1024);
@@ -322,6 +324,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
     }
     http::request<http::string_body> req = parser_->release();
     keep_alive_ = req.keep_alive();
+    head_ = req.method() == http::verb::head;
     version_ = req.version();
     if (websocket::is_upgrade(req)) {
       HttpRequest probe;
@@ -370,14 +373,35 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
     server_.latency_.Observe(std::chrono::duration<double>(elapsed).count());
     server_.requests_.Add();
     if (response.status >= 400) server_.errors_.Add();
-    auto res = std::make_shared<http::response<http::string_body>>(
-        static_cast<http::status>(response.status), version_ ? version_ : 11);
-    res->set(http::field::server, "trainwatch");
-    res->set(http::field::content_type, response.content_type);
-    for (auto& [name, value] : response.headers) res->set(name, value);
+    // 1xx, 204 and 304 never carry a body (Beast throws if asked to); HEAD gets the headers alone.
+    int status = response.status;
+    if (head_ || status < 200 || status == 204 || status == 304) {
+      auto res = std::make_shared<http::response<http::empty_body>>(static_cast<http::status>(status),
+                                                                     version_ ? version_ : 11);
+      SetFields(*res, response);
+      if (head_ && status >= 200 && status != 204 && status != 304) res->content_length(response.body.size());
+      res->keep_alive(!close);
+      Send(std::move(res), close);
+      return;
+    }
+    auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(status),
+                                                                    version_ ? version_ : 11);
+    SetFields(*res, response);
     res->body() = std::move(response.body);
     res->keep_alive(!close);
     res->prepare_payload();
+    Send(std::move(res), close);
+  }
+
+  template <class Message>
+  static void SetFields(Message& res, const HttpResponse& response) {
+    res.set(http::field::server, "trainwatch");
+    res.set(http::field::content_type, response.content_type);
+    for (const auto& [name, value] : response.headers) res.set(name, value);
+  }
+
+  template <class Body>
+  void Send(std::shared_ptr<http::response<Body>> res, bool close) {
     stream_.expires_after(std::chrono::seconds(server_.options_.read_timeout_seconds));
     http::async_write(stream_, *res, [self = shared_from_this(), res, close](beast::error_code ec, size_t) {
       if (ec || close) {
@@ -398,6 +422,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   bool keep_alive_ = false;
+  bool head_ = false;  // the request being answered is a HEAD
   unsigned version_ = 11;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 };
@@ -450,14 +475,21 @@ bool HttpServer::Impl::Authorized(const HttpRequest& req) const {
 }
 
 void HttpServer::Impl::Dispatch(HttpRequest&& req, Responder responder) {
+  auto it = routes_.find(RouteKey{req.method, req.path});
+  bool path_known = it != routes_.end();
+  for (auto r = routes_.begin(); !path_known && r != routes_.end(); ++r) {
+    path_known = r->first.path == req.path;
+  }
+  bool api_path = req.path == "/api" || req.path.starts_with("/api/");
+  if (!path_known && !api_path && fallback_ && (req.method == "GET" || req.method == "HEAD")) {
+    fallback_(std::move(req), std::move(responder));  // static files: no API key (they hold no data)
+    return;
+  }
   if (!Authorized(req)) {
     responder(HttpResponse::Error(401, "missing or wrong API key (Authorization: Bearer <key>)"));
     return;
   }
-  auto it = routes_.find(RouteKey{req.method, req.path});
   if (it == routes_.end()) {
-    bool path_known = false;
-    for (const auto& [key, handler] : routes_) path_known |= key.path == req.path;
     responder(path_known ? HttpResponse::Error(405, "method " + req.method + " not allowed on " + req.path)
                          : HttpResponse::Error(404, "no endpoint at " + req.path));
     return;
@@ -489,6 +521,8 @@ void HttpServer::Route(const std::string& method, const std::string& path, HttpH
 void HttpServer::WebSocket(const std::string& path, WebSocketHandler handler) {
   impl_->websockets_[path] = std::move(handler);
 }
+
+void HttpServer::Fallback(HttpHandler handler) { impl_->fallback_ = std::move(handler); }
 
 Status HttpServer::Start() { return impl_->Start(); }
 

@@ -1,5 +1,6 @@
 // HttpServer: HTTP/1.1 and WebSocket on Boost.Beast, behind a small interface of our own so that the
-// rest of the code base never includes Beast (it is slow to compile). Routes are exact paths.
+// rest of the code base never includes Beast (it is slow to compile). Routes are exact paths; one
+// fallback handler may serve every other GET/HEAD path outside /api/ (the dashboard's static files).
 //
 // Handlers run on the server's I/O threads and must not block; a handler answers through the
 // Responder, at once or later from any thread. Oversized bodies, malformed requests, slow clients
@@ -75,8 +76,9 @@ struct HttpServerOptions {
   int max_connections = 1024;
   int read_timeout_seconds = 60;
   size_t max_websocket_queue_bytes = 16 << 20;
-  // When set, every request but GET /healthz must carry `Authorization: Bearer <api_key>` (browsers'
-  // WebSockets may pass it as the `key` query parameter instead).
+  // When set, every request but GET /healthz and those the fallback serves must carry
+  // `Authorization: Bearer <api_key>` (browsers' WebSockets may pass it as the `key` query parameter
+  // instead).
   std::string api_key;
 };
 
@@ -90,6 +92,11 @@ class HttpServer {
   // Register before Start().
   void Route(const std::string& method, const std::string& path, HttpHandler handler);
   void WebSocket(const std::string& path, WebSocketHandler handler);
+  // Answers GET and HEAD requests whose path has no route and is neither `/api` nor under `/api/`,
+  // without asking for the API key: it must serve only data-free content (static files). Unknown
+  // /api/ paths and other methods still get a JSON 404. For HEAD the server sends the headers of the
+  // handler's response (Content-Length included) and drops its body.
+  void Fallback(HttpHandler handler);
 
   // Binds and starts serving; fails clearly when the address is taken.
   Status Start();

@@ -11,6 +11,7 @@
 #include "api/http_server.h"
 #include "api/live_hub.h"
 #include "api/routes.h"
+#include "api/static_files.h"
 #include "common/clock.h"
 #include "common/file_system.h"
 #include "common/logging.h"
@@ -25,6 +26,7 @@
 #include "storage/disk_guard.h"
 #include "storage/engine.h"
 #include "storage/wal/wal_log.h"
+#include "web/dashboard_assets.h"
 
 namespace trainwatch::server {
 
@@ -216,6 +218,10 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   http_options.api_key = config.api_key;
   p->http = std::make_unique<api::HttpServer>(http_options, log, p->metrics);
   api::RegisterRoutes(*p->http, *p->api);
+  api::RegisterStaticFiles(*p->http, std::make_shared<const api::StaticFiles>(web::DashboardAssets()));
+  if (web::DashboardIsPlaceholder()) {
+    log.Info("the web dashboard was not built into this binary: / serves a placeholder page (see docs/operations.md)");
+  }
   if (Status s = p->http->Start(); !s.ok()) {
     p->grpc->Shutdown();
     return s.WithContext("starting HTTP");

@@ -1,0 +1,149 @@
+import { authHeaders, waitForKey } from './auth'
+import type {
+  AckRequest,
+  AckResponse,
+  AlertsQuery,
+  AlertsResponse,
+  BucketSeriesResponse,
+  InfoResponse,
+  JsonNumber,
+  MetricsResponse,
+  RawSeriesResponse,
+  RunDetail,
+  RunsQuery,
+  RunsResponse,
+  SeriesQuery,
+  SilenceRequest,
+  SilenceResponse,
+  SilencesResponse,
+} from './types'
+
+export class ApiError extends Error {
+  constructor(
+    public status: number,
+    message: string,
+  ) {
+    super(message)
+    this.name = 'ApiError'
+  }
+}
+
+/** A value of the query API as a JS number (NaN/±Infinity from their string forms). */
+export function num(v: JsonNumber | null | undefined): number {
+  if (v === null || v === undefined) return NaN
+  if (typeof v === 'number') return v
+  if (v === 'Infinity') return Infinity
+  if (v === '-Infinity') return -Infinity
+  return NaN
+}
+
+type Params = Record<string, string | number | boolean | undefined | null | Array<string | number>>
+
+export function queryString(params: Params): string {
+  const sp = new URLSearchParams()
+  for (const [k, v] of Object.entries(params)) {
+    if (v === undefined || v === null || v === '') continue
+    if (Array.isArray(v)) for (const item of v) sp.append(k, String(item))
+    else sp.append(k, String(v))
+  }
+  const s = sp.toString()
+  return s ? `?${s}` : ''
+}
+
+/** Limits how many requests run at once (charts fetch many series in parallel). */
+class Limiter {
+  private active = 0
+  private queue: Array<() => void> = []
+  constructor(private max: number) {}
+  async run<T>(f: () => Promise<T>): Promise<T> {
+    if (this.active >= this.max) await new Promise<void>((r) => this.queue.push(r))
+    this.active++
+    try {
+      return await f()
+    } finally {
+      this.active--
+      this.queue.shift()?.()
+    }
+  }
+}
+
+const seriesLimiter = new Limiter(6)
+
+async function request<T>(path: string, init: RequestInit = {}, signal?: AbortSignal): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    const headers: Record<string, string> = { ...authHeaders() }
+    if (init.body) headers['Content-Type'] = 'application/json'
+    const res = await fetch(path, { ...init, headers, signal, cache: 'no-store' })
+    if (res.status === 401 && attempt < 5) {
+      await waitForKey(attempt > 0 || !!authHeaders().Authorization)
+      continue
+    }
+    const text = await res.text()
+    let body: unknown = undefined
+    try {
+      body = text ? JSON.parse(text) : undefined
+    } catch {
+      /* not JSON */
+    }
+    if (!res.ok) {
+      const msg =
+        body && typeof body === 'object' && 'error' in body ? String((body as { error: unknown }).error) : text || res.statusText
+      throw new ApiError(res.status, msg)
+    }
+    return body as T
+  }
+}
+
+function post<T>(path: string, body: unknown): Promise<T> {
+  return request<T>(path, { method: 'POST', body: JSON.stringify(body) })
+}
+
+export const api = {
+  info: () => request<InfoResponse>('/api/v1/info'),
+
+  runs(q: RunsQuery = {}, signal?: AbortSignal): Promise<RunsResponse> {
+    const params: Params = {
+      project: q.project,
+      q: q.q,
+      tag: q.tag,
+      status: q.status,
+      group: q.group,
+      sort: q.sort,
+      limit: q.limit,
+      offset: q.offset,
+      latest: q.latest && q.latest.length ? q.latest.join(',') : undefined,
+    }
+    for (const [k, v] of Object.entries(q.config ?? {})) params[`config.${k}`] = v
+    return request<RunsResponse>(`/api/v1/runs${queryString(params)}`, {}, signal)
+  },
+
+  run: (project: string, run: string, signal?: AbortSignal) =>
+    request<RunDetail>(`/api/v1/run${queryString({ project, run })}`, {}, signal),
+
+  metrics: (project: string, run: string, signal?: AbortSignal) =>
+    request<MetricsResponse>(`/api/v1/metrics${queryString({ project, run })}`, {}, signal),
+
+  /** Downsampled series (M4 buckets), through the shared concurrency limit. */
+  seriesBuckets(q: SeriesQuery & { buckets: number }, signal?: AbortSignal): Promise<BucketSeriesResponse> {
+    const qs = queryString({ project: q.project, run: q.runs, metric: q.metric, x: q.x, from: q.from, to: q.to, buckets: q.buckets })
+    return seriesLimiter.run(() => request<BucketSeriesResponse>(`/api/v1/series${qs}`, {}, signal))
+  },
+
+  seriesRaw(q: SeriesQuery, signal?: AbortSignal): Promise<RawSeriesResponse> {
+    const qs = queryString({ project: q.project, run: q.runs, metric: q.metric, x: q.x, from: q.from, to: q.to })
+    return seriesLimiter.run(() => request<RawSeriesResponse>(`/api/v1/series${qs}`, {}, signal))
+  },
+
+  alerts: (q: AlertsQuery = {}, signal?: AbortSignal) =>
+    request<AlertsResponse>(`/api/v1/alerts${queryString({ ...q })}`, {}, signal),
+
+  ack: (body: AckRequest) => post<AckResponse>('/api/v1/alerts/ack', body),
+
+  silence: (body: SilenceRequest) => post<SilenceResponse>('/api/v1/silences', body),
+
+  silences: () => request<SilencesResponse>('/api/v1/silences'),
+}
+
+export function isAbort(e: unknown): boolean {
+  return e instanceof DOMException && e.name === 'AbortError'
+}

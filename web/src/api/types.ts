@@ -1,0 +1,116 @@
+// The API's types. Every response shape comes from schema/api.schema.json through the generated
+// ./schema.gen.ts (npm run gen:types; the server's answers are tested against the same schema), so
+// the app and the server cannot drift apart. What is written here only narrows a generated type
+// (a run's config as JSON values) or describes requests, which the schema does not cover.
+import type * as schema from './schema.gen'
+
+export type JsonNumber = schema.JsonNumber
+export type RunStatus = schema.RunStatus
+export type LatestValue = schema.LatestValue
+export type MetricInfo = schema.MetricInfo
+export type MetricKind = MetricInfo['kind']
+export type XAxis = schema.XAxis
+/** [step, time, value] */
+export type RawPoint = schema.Point
+export type SeriesBucket = schema.Bucket
+export type SeriesGrid = schema.Grid
+export type RawSeries = schema.RawSeries
+export type BucketSeries = schema.BucketSeries
+/** `GET /api/v1/series` without `buckets` */
+export type RawSeriesResponse = schema.SeriesRaw
+/** `GET /api/v1/series?buckets=N` */
+export type BucketSeriesResponse = schema.SeriesDownsampled
+export type Alert = schema.Alert
+export type AlertKind = Alert['kind']
+export type AlertStatus = schema.AlertStatus
+/** `GET /api/v1/alerts` */
+export type AlertsResponse = schema.AlertList
+/** `POST /api/v1/alerts/ack` */
+export type AckResponse = schema.AlertResponse
+export type Silence = schema.Silence
+export type SilenceResponse = schema.SilenceResponse
+export type SilencesResponse = schema.SilenceList
+/** `GET /api/v1/info` */
+export type InfoResponse = schema.ServerInfo
+export type ErrorResponse = schema.ErrorResponse
+export type LiveSubscribed = schema.LiveSubscribed
+export type LivePoints = schema.LivePoints
+export type LiveAlert = schema.LiveAlert
+export type LiveError = schema.LiveError
+export type LiveMessage = schema.LiveMessage
+
+/** Any JSON value (a run's config). */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue }
+
+/** A run object of `/api/v1/runs` and `/api/v1/run`, its config as JSON values. */
+export type Run = Omit<schema.Run, 'config'> & { config: { [key: string]: JsonValue } }
+/** `GET /api/v1/runs` */
+export type RunsResponse = Omit<schema.RunList, 'runs'> & { runs: Run[] }
+/** `GET /api/v1/run` */
+export type RunDetail = Run & { metrics: MetricInfo[] }
+/** `GET /api/v1/metrics`: the `metrics` array of `/api/v1/run`. */
+export type MetricsResponse = schema.MetricList
+
+// ---- requests ----
+
+export type RunsSort = 'name' | 'start_time' | 'last_write_time' | 'status' | `metric:${string}`
+
+export interface RunsQuery {
+  project?: string
+  q?: string
+  tag?: string[]
+  status?: RunStatus
+  group?: string
+  /** `config.<path>` → value */
+  config?: Record<string, string>
+  sort?: RunsSort | `-${RunsSort}`
+  limit?: number
+  offset?: number
+  latest?: string[]
+}
+
+export interface SeriesQuery {
+  project: string
+  runs: string[]
+  metric: string
+  x?: XAxis
+  from?: number
+  to?: number
+  buckets?: number
+}
+
+export interface AlertsQuery {
+  project?: string
+  run?: string
+  kind?: AlertKind
+  metric?: string
+  status?: AlertStatus | 'active'
+  after_id?: number
+  limit?: number
+}
+
+export interface AckRequest {
+  id: number
+  by?: string
+  acknowledged?: boolean
+}
+
+export interface SilenceRequest {
+  project?: string
+  run?: string
+  name?: string
+  kind?: string
+  duration?: string
+  starts_at?: number
+  ends_at?: number
+  comment?: string
+  created_by?: string
+}
+
+export interface LiveSubscription {
+  subscribe: {
+    project?: string
+    runs?: string[]
+    metrics?: string[]
+  }
+}

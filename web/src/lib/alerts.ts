@@ -1,0 +1,12 @@
+import type { Alert } from '../api/types'
+
+/** Inserts or replaces an alert (by id) in a newest-first list. */
+export function upsertAlert(list: Alert[], a: Alert): Alert[] {
+  const i = list.findIndex((x) => x.id === a.id)
+  if (i >= 0) {
+    const next = list.slice()
+    next[i] = a
+    return next
+  }
+  return [a, ...list].sort((x, y) => y.id - x.id)
+}

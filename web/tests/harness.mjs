@@ -1,0 +1,494 @@
+// Browser-test harness for the dashboard (docs/design/dashboard.md).
+//
+// A suite starts one real `trainwatch serve` process (TRAINWATCH_BIN, default build/bin/trainwatch)
+// on free 127.0.0.1 ports with a temporary data directory, writes data through the HTTP API, and
+// drives Debian's Chromium with playwright-core. Every page a test opens records its console errors
+// and uncaught exceptions (the test fails on any) and is screenshotted into TRAINWATCH_ARTIFACTS
+// (default build/test-artifacts/browser/) when the test ends, pass or fail. On a failure the
+// server's stderr tail and the pages' errors are printed. Everything is torn down in `after`.
+//
+// Environment:
+//   TRAINWATCH_BIN        the server binary
+//   TRAINWATCH_ARTIFACTS  where screenshots go
+//   CHROMIUM              the browser (default /usr/bin/chromium)
+//   TRAINWATCH_WEB_DIST   development only: serve this built app (web/dist) from a small Node proxy
+//                         in front of the API, for a server binary that does not embed the app yet
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import http from 'node:http';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import zlib from 'node:zlib';
+import { after, before, test } from 'node:test';
+import { chromium } from 'playwright-core';
+
+export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const BIN = process.env.TRAINWATCH_BIN || path.join(REPO, 'build', 'bin', 'trainwatch');
+export const ARTIFACTS =
+  process.env.TRAINWATCH_ARTIFACTS || path.join(REPO, 'build', 'test-artifacts', 'browser');
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const CHROMIUM_ARGS = [
+  '--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+  '--disable-component-update', '--no-first-run',
+];
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** A port the kernel just handed out on 127.0.0.1 (closed again: a small race remains). */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.unref();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** Calls fn until it returns a truthy value (returned) or `timeout` ms pass (throws with `what`
+ *  and the last value or error seen). */
+export async function poll(fn, { timeout = 5000, interval = 50, what = 'the condition' } = {}) {
+  const deadline = Date.now() + timeout;
+  let last;
+  for (;;) {
+    try {
+      last = await fn();
+      if (last) return last;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > deadline) {
+      const detail = last instanceof Error ? last.message : JSON.stringify(last);
+      throw new Error(`timed out after ${timeout} ms waiting for ${what} (last: ${detail})`);
+    }
+    await sleep(interval);
+  }
+}
+
+/** NDJSON for /api/v1/write: non-finite numbers become the bare tokens NaN/Infinity/-Infinity. */
+export function ndjson(records) {
+  const mark = (k, v) => (typeof v === 'number' && !Number.isFinite(v) ? `\u0000${v}\u0000` : v);
+  return records
+    .map((r) => (typeof r === 'string' ? r : JSON.stringify(r, mark)
+      .replace(/"\\u0000(NaN|Infinity|-Infinity)\\u0000"/g, '$1')))
+    .join('\n') + '\n';
+}
+
+// ------------------------------------------------------------------------------------------------
+// The server process
+
+export class Server {
+  constructor({ alerting = null, args = [] } = {}) {
+    this.alerting = alerting; // YAML text of an --alerting file, or null
+    this.args = args;
+    this.proc = null;
+    this.exit = null;
+  }
+
+  get url() { return `http://127.0.0.1:${this.port}`; }
+
+  async start(timeoutMs = 20000) {
+    if (!fs.existsSync(BIN)) {
+      throw new Error(`no trainwatch binary at ${BIN} (build it, or set TRAINWATCH_BIN)`);
+    }
+    this.dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'tw-browser-'));
+    const args = ['serve', '--data-dir', path.join(this.dir, 'data')];
+    if (this.alerting !== null) {
+      const file = path.join(this.dir, 'alerts.yml');
+      await fsp.writeFile(file, this.alerting);
+      args.push('--alerting', file);
+    }
+    const deadline = Date.now() + timeoutMs;
+    for (let attempt = 1; ; attempt++) {
+      this.port = await freePort();
+      this.grpcPort = await freePort();
+      this.stderrPath = path.join(this.dir, `stderr.${attempt}.log`);
+      const err = fs.openSync(this.stderrPath, 'w');
+      const out = fs.openSync(path.join(this.dir, `stdout.${attempt}.log`), 'w');
+      this.exit = null;
+      this.proc = spawn(BIN, [...args, '--listen', `127.0.0.1:${this.port}`,
+        '--grpc-listen', `127.0.0.1:${this.grpcPort}`, ...this.args],
+      { stdio: ['ignore', out, err] });
+      fs.closeSync(err);
+      fs.closeSync(out);
+      const proc = this.proc;
+      this.exited = new Promise((resolve) => proc.on('exit', (code, sig) => {
+        this.exit = { code, sig };
+        resolve(this.exit);
+      }));
+      proc.on('error', (e) => { this.exit = { code: null, sig: null, error: e }; });
+      if (await this.waitHealthy(deadline)) return this;
+      const log = this.stderr();
+      const portClash = this.exit && /in use|cannot listen|address/i.test(log);
+      await this.stop();
+      if (!portClash || Date.now() > deadline) {
+        throw new Error(`trainwatch did not come up (exit ${JSON.stringify(this.exit)}):\n${this.tail()}`);
+      }
+    }
+  }
+
+  async waitHealthy(deadline) {
+    while (Date.now() < deadline) {
+      if (this.exit) return false;
+      try {
+        const r = await fetch(`${this.url}/healthz`, { signal: AbortSignal.timeout(2000) });
+        if (r.status === 200) return true;
+      } catch { /* not listening yet */ }
+      await sleep(25);
+    }
+    return false;
+  }
+
+  async stop() {
+    const proc = this.proc;
+    if (!proc || this.exit) return;
+    proc.kill('SIGTERM');
+    const t = setTimeout(() => proc.kill('SIGKILL'), 10000);
+    await this.exited;
+    clearTimeout(t);
+  }
+
+  async cleanup() {
+    if (this.dir) await fsp.rm(this.dir, { recursive: true, force: true });
+  }
+
+  stderr() {
+    try { return fs.readFileSync(this.stderrPath, 'utf8'); } catch { return ''; }
+  }
+
+  tail(lines = 40) {
+    const text = this.stderr().split('\n');
+    return `--- trainwatch stderr (last ${lines} lines, ${this.stderrPath})\n` +
+      text.slice(-lines - 1).join('\n');
+  }
+
+  async request(method, p, body, headers = {}) {
+    const r = await fetch(this.url + p, { method, body, headers });
+    const text = await r.text();
+    return { status: r.status, text };
+  }
+
+  async getJson(p) {
+    const r = await this.request('GET', p);
+    if (r.status !== 200) throw new Error(`GET ${p}: ${r.status} ${r.text}`);
+    return JSON.parse(r.text);
+  }
+
+  /** POST /api/v1/write with NDJSON lines (objects or strings); throws unless every line is accepted. */
+  async write(records) {
+    const r = await this.request('POST', '/api/v1/write', ndjson(records),
+      { 'Content-Type': 'application/x-ndjson' });
+    const reply = r.status === 200 ? JSON.parse(r.text) : null;
+    if (!reply || reply.lines_rejected) throw new Error(`write: ${r.status} ${r.text}`);
+    return reply;
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Development only: the built app from a directory, the API proxied to the server (HTTP + WebSocket)
+
+const MIME = {
+  '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '.mjs': 'text/javascript',
+  '.css': 'text/css', '.svg': 'image/svg+xml', '.png': 'image/png', '.ico': 'image/x-icon',
+  '.json': 'application/json', '.woff2': 'font/woff2', '.map': 'application/json',
+};
+
+async function startDistProxy(dist, target) {
+  const port = await freePort();
+  const upstream = { host: '127.0.0.1', port: target.port };
+  const isApi = (u) => u.startsWith('/api/') || u === '/healthz' || u.startsWith('/healthz?');
+  const srv = http.createServer((req, res) => {
+    if (isApi(req.url)) {
+      const up = http.request({ ...upstream, method: req.method, path: req.url, headers: req.headers },
+        (ur) => { res.writeHead(ur.statusCode, ur.headers); ur.pipe(res); });
+      up.on('error', () => { res.writeHead(502); res.end(); });
+      req.pipe(up);
+      return;
+    }
+    const rel = decodeURIComponent(req.url.split('?')[0]);
+    let file = path.join(dist, path.normalize(rel));
+    if (!file.startsWith(dist) || !fs.existsSync(file) || fs.statSync(file).isDirectory()) {
+      file = path.join(dist, 'index.html');
+    }
+    res.writeHead(200, { 'Content-Type': MIME[path.extname(file)] || 'application/octet-stream' });
+    fs.createReadStream(file).pipe(res);
+  });
+  srv.on('upgrade', (req, socket, head) => {
+    const up = net.connect(upstream.port, upstream.host, () => {
+      const lines = [`${req.method} ${req.url} HTTP/1.1`];
+      for (let i = 0; i < req.rawHeaders.length; i += 2) lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
+      up.write(lines.join('\r\n') + '\r\n\r\n');
+      if (head.length) up.write(head);
+      up.pipe(socket);
+      socket.pipe(up);
+    });
+    const end = () => { up.destroy(); socket.destroy(); };
+    up.on('error', end);
+    socket.on('error', end);
+  });
+  const sockets = new Set();
+  srv.on('connection', (s) => { sockets.add(s); s.on('close', () => sockets.delete(s)); });
+  await new Promise((r) => srv.listen(port, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () => new Promise((r) => { for (const s of sockets) s.destroy(); srv.close(r); }),
+  };
+}
+
+// ------------------------------------------------------------------------------------------------
+// PNG decoding (Playwright screenshots: 8-bit, non-interlaced) for pixel checks
+
+export function decodePng(buf) {
+  if (buf.readUInt32BE(0) !== 0x89504e47) throw new Error('not a PNG');
+  let off = 8;
+  let width = 0;
+  let height = 0;
+  let colorType = 0;
+  const idat = [];
+  while (off < buf.length) {
+    const len = buf.readUInt32BE(off);
+    const type = buf.toString('ascii', off + 4, off + 8);
+    const data = buf.subarray(off + 8, off + 8 + len);
+    if (type === 'IHDR') {
+      width = data.readUInt32BE(0);
+      height = data.readUInt32BE(4);
+      colorType = data[9];
+      if (data[8] !== 8 || data[12] !== 0) throw new Error('unsupported PNG (bit depth/interlace)');
+    } else if (type === 'IDAT') {
+      idat.push(data);
+    } else if (type === 'IEND') {
+      break;
+    }
+    off += 12 + len;
+  }
+  const channels = { 0: 1, 2: 3, 4: 2, 6: 4 }[colorType];
+  if (!channels) throw new Error(`unsupported PNG color type ${colorType}`);
+  const raw = zlib.inflateSync(Buffer.concat(idat));
+  const stride = width * channels;
+  const out = Buffer.alloc(width * height * 4);
+  let prev = Buffer.alloc(stride);
+  for (let y = 0; y < height; y++) {
+    const filter = raw[y * (stride + 1)];
+    const line = Buffer.from(raw.subarray(y * (stride + 1) + 1, (y + 1) * (stride + 1)));
+    for (let i = 0; i < stride; i++) {
+      const a = i >= channels ? line[i - channels] : 0;
+      const b = prev[i];
+      const c = i >= channels ? prev[i - channels] : 0;
+      let p = 0;
+      if (filter === 1) p = a;
+      else if (filter === 2) p = b;
+      else if (filter === 3) p = (a + b) >> 1;
+      else if (filter === 4) {
+        const pa = Math.abs(b - c);
+        const pb = Math.abs(a - c);
+        const pc = Math.abs(a + b - 2 * c);
+        p = pa <= pb && pa <= pc ? a : pb <= pc ? b : c;
+      }
+      line[i] = (line[i] + p) & 0xff;
+    }
+    for (let x = 0; x < width; x++) {
+      const s = x * channels;
+      const d = (y * width + x) * 4;
+      if (channels <= 2) {
+        out[d] = out[d + 1] = out[d + 2] = line[s];
+        out[d + 3] = channels === 2 ? line[s + 1] : 255;
+      } else {
+        out[d] = line[s];
+        out[d + 1] = line[s + 1];
+        out[d + 2] = line[s + 2];
+        out[d + 3] = channels === 4 ? line[s + 3] : 255;
+      }
+    }
+    prev = line;
+  }
+  return { width, height, data: out };
+}
+
+/** Pixel statistics of a screenshot against its background (the most common colour):
+ *  `ink` pixels differ from it, `colored` ones of those are clearly not grey (chroma > 40). */
+export function inkStats(png) {
+  const { width, height, data } = decodePng(png);
+  const counts = new Map();
+  for (let i = 0; i < data.length; i += 4) {
+    const key = (data[i] << 16) | (data[i + 1] << 8) | data[i + 2];
+    counts.set(key, (counts.get(key) || 0) + 1);
+  }
+  let bg = 0;
+  let best = -1;
+  for (const [k, n] of counts) if (n > best) { best = n; bg = k; }
+  const br = bg >> 16;
+  const bgG = (bg >> 8) & 0xff;
+  const bb = bg & 0xff;
+  let ink = 0;
+  let colored = 0;
+  for (let i = 0; i < data.length; i += 4) {
+    const r = data[i];
+    const g = data[i + 1];
+    const b = data[i + 2];
+    if (Math.abs(r - br) + Math.abs(g - bgG) + Math.abs(b - bb) > 48) {
+      ink++;
+      if (Math.max(r, g, b) - Math.min(r, g, b) > 40) colored++;
+    }
+  }
+  return { width, height, pixels: width * height, background: `rgb(${br},${bgG},${bb})`, ink, colored };
+}
+
+/** Number of pixels that differ between two screenshots (all of them when the sizes differ). */
+export function pixelDiff(a, b) {
+  const A = decodePng(a);
+  const B = decodePng(b);
+  if (A.width !== B.width || A.height !== B.height) return Math.max(A.width * A.height, B.width * B.height);
+  let n = 0;
+  for (let i = 0; i < A.data.length; i += 4) {
+    if (A.data[i] !== B.data[i] || A.data[i + 1] !== B.data[i + 1] || A.data[i + 2] !== B.data[i + 2]) n++;
+  }
+  return n;
+}
+
+// ------------------------------------------------------------------------------------------------
+// The suite: server + browser, and a `test` whose pages are checked, screenshotted and closed
+
+function slug(s) {
+  return s.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(0, 80);
+}
+
+/**
+ * Registers before/after hooks for one server and one browser; returns the suite:
+ *   suite.server         the Server (write data in `setup`, or later through suite.server.write)
+ *   suite.baseUrl        where the app is served
+ *   suite.errors         every console error / page error of every page so far
+ *   suite.test(name, fn) a node:test test; fn(ctx) with ctx.open(route) → a Playwright page
+ */
+export function browserSuite({ alerting = null, serverArgs = [], setup = async () => {} } = {}) {
+  const suite = { server: new Server({ alerting, args: serverArgs }), errors: [], baseUrl: null };
+  let browser = null;
+  let proxy = null;
+
+  before(async () => {
+    await fsp.mkdir(ARTIFACTS, { recursive: true });
+    try {
+      await suite.server.start();
+      suite.baseUrl = suite.server.url;
+      if (process.env.TRAINWATCH_WEB_DIST) {
+        proxy = await startDistProxy(path.resolve(process.env.TRAINWATCH_WEB_DIST), suite.server);
+        suite.baseUrl = proxy.url;
+      }
+      // The app must be there at all (GET / → index.html); otherwise every test would just time out.
+      const index = await fetch(suite.baseUrl + '/');
+      const type = index.headers.get('content-type') || '';
+      if (index.status !== 200 || !type.startsWith('text/html')) {
+        throw new Error(`GET ${suite.baseUrl}/ answered ${index.status} ${type}, not the app's index.html: ` +
+          `${BIN} does not serve the dashboard (a build without the embedded web app?)`);
+      }
+      await setup(suite.server);
+      browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
+    } catch (e) {
+      if (suite.server.stderrPath) console.error(suite.server.tail());
+      throw e;
+    }
+  });
+
+  after(async () => {
+    if (browser) await browser.close().catch(() => {});
+    if (proxy) await proxy.close();
+    await suite.server.stop();
+    await suite.server.cleanup();
+  });
+
+  suite.test = (name, fn, { timeout = 30000 } = {}) => test(name, { timeout }, async () => {
+    const opened = []; // { page, context, errors, label }
+    const ctx = {
+      suite,
+      server: suite.server,
+      /** A fresh browser context and page at `route` (a path like "/#/runs"). */
+      async open(route, { viewport = { width: 1280, height: 800 } } = {}) {
+        if (!browser) throw new Error('the browser did not start (see the before hook)');
+        const context = await browser.newContext({ viewport });
+        const page = await context.newPage();
+        page.setDefaultTimeout(10000);
+        const entry = { page, context, errors: [], label: `${slug(name)}-${opened.length + 1}` };
+        opened.push(entry);
+        page.on('console', (m) => {
+          if (m.type() !== 'error') return;
+          const loc = m.location();
+          const where = loc && loc.url ? ` (${loc.url}:${loc.lineNumber})` : '';
+          const msg = `[${entry.label}] console.error: ${m.text()}${where}`;
+          entry.errors.push(msg);
+          suite.errors.push(msg);
+        });
+        page.on('pageerror', (e) => {
+          const msg = `[${entry.label}] uncaught: ${e && e.stack ? e.stack : e}`;
+          entry.errors.push(msg);
+          suite.errors.push(msg);
+        });
+        await page.goto(suite.baseUrl + route);
+        return page;
+      },
+    };
+    let failure = null;
+    try {
+      await fn(ctx);
+    } catch (e) {
+      failure = e;
+    }
+    const pageErrors = [];
+    for (const entry of opened) {
+      const file = path.join(ARTIFACTS, `${entry.label}.png`);
+      await entry.page.screenshot({ path: file, fullPage: true }).catch((e) => {
+        console.error(`screenshot ${file} failed: ${e.message}`);
+      });
+      pageErrors.push(...entry.errors);
+      await entry.context.close().catch(() => {});
+    }
+    if (!failure && pageErrors.length) {
+      failure = new Error(`console errors / uncaught exceptions in the page:\n${pageErrors.join('\n')}`);
+    }
+    if (failure) {
+      console.error(`\n### ${name} failed: ${failure.message}`);
+      if (pageErrors.length) console.error(`page errors:\n${pageErrors.join('\n')}`);
+      console.error(suite.server.tail());
+      console.error(`screenshots: ${ARTIFACTS}/${slug(name)}-*.png\n`);
+      throw failure;
+    }
+  });
+
+  return suite;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Page helpers for the contract's data-testid hooks
+
+export const byTestId = (page, id, attrs = {}) => page.locator(
+  `[data-testid="${id}"]` + Object.entries(attrs).map(([k, v]) => `[data-${k}="${v}"]`).join(''));
+
+/** The data-run values of the visible runs-row elements. */
+export async function visibleRuns(page) {
+  return page.locator('[data-testid="runs-row"]:visible')
+    .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-run')));
+}
+
+/** The first integer in an element's text (runs-count says "3" or "3 runs"). */
+export async function countOf(locator) {
+  const text = await locator.innerText();
+  const m = text.match(/\d+/);
+  if (!m) throw new Error(`no number in ${JSON.stringify(text)}`);
+  return Number(m[0]);
+}
+
+/** An element screenshot once two consecutive ones agree (layout and drawing have settled). */
+export async function stableShot(locator, { timeout = 5000 } = {}) {
+  let prev = await locator.screenshot();
+  const deadline = Date.now() + timeout;
+  while (Date.now() < deadline) {
+    await sleep(150);
+    const cur = await locator.screenshot();
+    if (cur.equals(prev)) return cur;
+    prev = cur;
+  }
+  return prev;
+}
