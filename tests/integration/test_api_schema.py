@@ -13,6 +13,7 @@ import jsonschema
 import pytest
 import websocket
 
+import ingest_pb
 from conftest import REPO
 
 SCHEMA_PATH = os.path.join(REPO, "schema", "api.schema.json")
@@ -95,6 +96,25 @@ def test_alerts_acks_and_silences(schema, populated):
     check(schema, "SilenceList", get(populated, "/api/v1/silences", {"all": "1"}))
     r = populated.post("/api/v1/silences/expire", json.dumps({"id": silence["silence"]["id"]}))
     check(schema, "SilenceResponse", json.loads(r.body))
+
+
+def test_histograms_and_graph(schema, populated):
+    pb = ingest_pb.load()
+    req = pb.WriteRequest()
+    batch = req.runs.add(project="schema", run="h1")
+    batch.steps.extend([0])
+    batch.metrics.add(name="loss", values=[1.0])
+    for step in (0, 100):
+        batch.histograms.add(name="weights/fc1", step=step, time=1767225600 + step, edges=[-1.0, 0.0, 0.5, 2.0],
+                             counts=[3.0, 0.0, 7.5])
+    batch.metadata.graph_json = json.dumps({"name": "Net", "type": "Net", "params": [], "children": [
+        {"name": "fc1", "type": "Linear", "params": [{"name": "weight", "shape": [4, 3]}], "children": []}]})
+    r = ingest_pb.post(populated, req)
+    assert r.status == 200, r
+    check(schema, "HistogramList",
+          get(populated, "/api/v1/histograms", {"project": "schema", "run": "h1", "metric": "weights/fc1"}))
+    check(schema, "GraphNode", get(populated, "/api/v1/graph", {"project": "schema", "run": "h1"}))
+    check(schema, "RunDetail", get(populated, "/api/v1/run", {"project": "schema", "run": "h1"}))
 
 
 def test_errors_and_info(schema, populated):

@@ -188,19 +188,39 @@ suite.test('an alert raised during the test appears in the alerts view without r
   assert.equal(await page.evaluate(() => window.__twNoReload), true, 'the page was reloaded');
 });
 
-suite.test('no console errors on any page', async ({ open, suite: s }) => {
+suite.test('no console errors on any page', async ({ open, snapshot, suite: s }) => {
   // One page through every route of the contract, by its navigation links where there are some.
   const page = await open('/#/runs');
   await byTestId(page, 'runs-row').first().waitFor({ timeout: 10000 });
+  await snapshot(page, 'page-runs');
   await byTestId(page, 'nav-alerts').click();
   await poll(() => page.url().includes('#/alerts'), { what: 'the alerts route' });
   await sleep(500);
+  await snapshot(page, 'page-alerts');
   await byTestId(page, 'nav-scalars').click();
   await poll(() => page.url().includes('#/scalars'), { what: 'the scalars route' });
   await page.goto(`${s.baseUrl}/#/scalars?runs=vision/resnet-lr1e-3,vision/resnet-lr3e-4,nlp/noisy&x=relative&log=1`);
   await byTestId(page, 'chart', { metric: 'loss' }).waitFor({ timeout: 10000 });
+  await snapshot(page, 'page-scalars');
+  await byTestId(page, 'combine-toggle').click();
+  await page.goto(`${s.baseUrl}/#/scalars?runs=vision/resnet-lr1e-3&combine=loss,accuracy`);
+  await byTestId(page, 'combined-chart').waitFor({ timeout: 10000 });
+  await snapshot(page, 'page-combined');
   await page.goto(`${s.baseUrl}/#/runs/nlp/diverge?metric=loss&step=80`);
   await byTestId(page, 'chart', { metric: 'loss' }).waitFor({ timeout: 10000 });
+  await snapshot(page, 'page-run-detail');
+  // The system page: machine samples of a run (CPU and one GPU), with the GPU heatmap.
+  const samples = [];
+  for (let i = 0; i < 60; i++) {
+    samples.push({ project: 'vision', run: 'vit-base', step: 1000 + i, time: T0 + i, metrics: {
+      'system/cpu_percent': 40 + (i % 7), 'system/gpu/0/utilization_percent': i % 2 ? 95 : 60 } });
+  }
+  await s.server.write(samples);
+  await page.goto(`${s.baseUrl}/#/system?runs=vision/vit-base`);
+  await byTestId(page, 'system-chart', { metric: 'system/cpu_percent' }).waitFor({ timeout: 10000 });
+  await byTestId(page, 'gpu-heatmap').waitFor({ timeout: 10000 });
+  await sleep(300);
+  await snapshot(page, 'page-system');
   await byTestId(page, 'nav-runs').click();
   await byTestId(page, 'runs-row').first().waitFor({ timeout: 10000 });
   await sleep(500); // late errors (failed fetches, WebSocket) surface here

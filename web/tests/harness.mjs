@@ -430,6 +430,10 @@ export function browserSuite({ alerting = null, serverArgs = [], setup = async (
         return page;
       },
     };
+    /** Saves a full-page screenshot of `page` as <test>-<label>.png (one per page of the app). */
+    ctx.snapshot = async (page, label) => {
+      await page.screenshot({ path: path.join(ARTIFACTS, `${slug(name)}-${label}.png`), fullPage: true });
+    };
     let failure = null;
     try {
       await fn(ctx);

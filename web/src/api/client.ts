@@ -5,6 +5,7 @@ import type {
   AlertsQuery,
   AlertsResponse,
   BucketSeriesResponse,
+  HistogramsResponse,
   InfoResponse,
   JsonNumber,
   MetricsResponse,
@@ -133,6 +134,16 @@ export const api = {
     const qs = queryString({ project: q.project, run: q.runs, metric: q.metric, x: q.x, from: q.from, to: q.to })
     return seriesLimiter.run(() => request<RawSeriesResponse>(`/api/v1/series${qs}`, {}, signal))
   },
+
+  // The two answers below are not in schema/api.schema.json yet, so they come back as `unknown` and
+  // are checked where they are read (decodeHistograms, decodeGraph in lib/decode.ts).
+
+  /** `GET /api/v1/histograms` */
+  histograms: (q: { project: string; run: string; metric: string; from?: number; to?: number; limit?: number }, signal?: AbortSignal) =>
+    request<HistogramsResponse>(`/api/v1/histograms${queryString({ ...q })}`, {}, signal),
+
+  /** `GET /api/v1/graph`: the model graph the writer sent */
+  graph: (project: string, run: string, signal?: AbortSignal) => request<unknown>(`/api/v1/graph${queryString({ project, run })}`, {}, signal),
 
   alerts: (q: AlertsQuery = {}, signal?: AbortSignal) =>
     request<AlertsResponse>(`/api/v1/alerts${queryString({ ...q })}`, {}, signal),

@@ -38,6 +38,10 @@ export type LivePoints = schema.LivePoints
 export type LiveAlert = schema.LiveAlert
 export type LiveError = schema.LiveError
 export type LiveMessage = schema.LiveMessage
+/** `GET /api/v1/histograms` */
+export type HistogramsResponse = schema.HistogramList
+/** `GET /api/v1/graph`: writer-supplied JSON, so readers check it (lib/decode.ts). */
+export type GraphNodeJson = schema.GraphNode
 
 /** Any JSON value (a run's config). */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue }
