@@ -5,7 +5,7 @@
 #
 #   bench/run_all.sh BUILD_DIR [--preset 10m|1m] [--skip NAME,...]
 #
-# NAME: encoding, ingest, query, live, alert, detector, memory, influx, sdk. Workloads are generated on first use into
+# NAME: encoding, ingest, query, live, alert, detector, memory, influx, sdk, dashboard. Workloads are generated on first use into
 # $TRAINWATCH_BENCH_DIR (default /tmp/trainwatch-bench), with scratch data directories beside them.
 set -uo pipefail
 
@@ -63,6 +63,16 @@ run detector "$BUILD_DIR/bin/detector_bench"
 run memory "$PY" memory_bench.py "${COMMON[@]}"
 run influx "$PY" influx_compare_bench.py "${COMMON[@]}"
 run sdk ./sdk_bench.sh "$BUILD_DIR"
+# The web dashboard in headless Chromium (Node + playwright-core from web/node_modules); its own
+# data; --preset 1m runs it with --quick (fewer repetitions, same data).
+NODE=${NODE:-node}
+if ! command -v "$NODE" >/dev/null || [ ! -d ../web/node_modules/playwright-core ] || [ ! -x "${CHROMIUM:-/usr/bin/chromium}" ]; then
+  echo "=== dashboard: skipped (needs node, web/node_modules (npm ci in web/) and ${CHROMIUM:-/usr/bin/chromium})"
+elif [ "$PRESET" = 1m ]; then
+  run dashboard "$NODE" dashboard_bench.mjs --build-dir "$BUILD_DIR" --quick
+else
+  run dashboard "$NODE" dashboard_bench.mjs --build-dir "$BUILD_DIR"
+fi
 
 if [ ${#FAILED[@]} -gt 0 ]; then
   echo "benchmarks that failed to run: ${FAILED[*]}"
