@@ -186,6 +186,29 @@ suite.test('an alert raised during the test appears in the alerts view without r
   assert.equal(await row.locator('[data-testid="alert-ack"]').count(), 1, 'alert-ack in the row');
   assert.equal(await row.locator('[data-testid="alert-silence"]').count(), 1, 'alert-silence in the row');
   assert.equal(await page.evaluate(() => window.__twNoReload), true, 'the page was reloaded');
+
+  // The row links to the chart at the step, where the alert is a marker on the series.
+  await row.locator('[data-testid="alert-link"]').first().click();
+  await poll(() => page.url().includes('#/runs/nlp/diverge'), { what: 'the run detail route' });
+  assert.match(page.url(), /metric=loss/);
+  assert.match(page.url(), /step=80/);
+  const marker = byTestId(page, 'chart', { metric: 'loss' }).locator('[data-testid="alert-marker"]');
+  await marker.first().waitFor({ state: 'attached', timeout: 10000 });
+});
+
+suite.test('the main actions work from the keyboard', async ({ open }) => {
+  const page = await open('/#/runs');
+  await byTestId(page, 'runs-row').first().waitFor({ timeout: 10000 });
+  await page.locator('body').click({ position: { x: 5, y: 5 } });  // focus the page, not a control
+  await page.keyboard.press('/');
+  assert.equal(await page.evaluate(() => document.activeElement?.getAttribute('data-testid')), 'runs-search',
+               '"/" focuses the search');
+  await page.keyboard.type('resnet');
+  await poll(async () => (await byTestId(page, 'runs-count').textContent())?.includes('2'), { what: '2 runs' });
+  await page.keyboard.press('Escape');
+  await page.keyboard.press('g');
+  await page.keyboard.press('a');
+  await poll(() => page.url().includes('#/alerts'), { what: '"g a" to open the alerts' });
 });
 
 suite.test('no console errors on any page', async ({ open, snapshot, suite: s }) => {
