@@ -1,18 +1,18 @@
 #include "alerting/alert_record.h"
 
-#include "rules/glob.h"
+#include "common/glob.h"
 
 namespace trainwatch::alerting {
 namespace {
 
-// JSON has no NaN: a record without a timestamp is written as null.
-nlohmann::json Number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 double NumberOr(const nlohmann::json& j, const char* key, double fallback) {
   auto it = j.find(key);
   return it != j.end() && it->is_number() ? it->get<double>() : fallback;
 }
 
 }  // namespace
+
+nlohmann::json FiniteOrNull(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
 std::string_view StatusName(AlertStatus status) {
   switch (status) {
@@ -49,8 +49,8 @@ nlohmann::json AlertRecord::ToJson() const {
                         {"severity", severity},
                         {"message", message},
                         {"step", step},
-                        {"time", Number(time)},
-                        {"value", Number(value)},
+                        {"time", FiniteOrNull(time)},
+                        {"value", FiniteOrNull(value)},
                         {"labels", labels},
                         {"annotations", annotations},
                         {"status", StatusName(status)},
@@ -102,7 +102,6 @@ Result<AlertRecord> AlertRecord::FromJson(const nlohmann::json& j) {
 }
 
 bool Silence::Matches(const AlertRecord& alert) const {
-  using rules::GlobMatch;
   return (project.empty() || GlobMatch(project, alert.project)) && (run.empty() || GlobMatch(run, alert.run)) &&
          (kind.empty() || kind == alert.kind) && (name.empty() || GlobMatch(name, alert.name));
 }

@@ -20,6 +20,9 @@ enum class AlertStatus { kPending, kFiring, kResolved };
 std::string_view StatusName(AlertStatus status);
 Result<AlertStatus> ParseStatus(std::string_view name);
 
+// A number for JSON, which has no NaN or infinities: those become null.
+nlohmann::json FiniteOrNull(double v);
+
 struct AlertRecord {
   uint64_t id = 0;
   std::string project, run;
@@ -55,7 +58,7 @@ struct AlertRecord {
 };
 
 // Mutes notifications of matching alerts between starts_at and ends_at (they are still recorded).
-// Empty matchers match everything; project, run and name accept globs (rules/glob.h).
+// Empty matchers match everything; project, run and name accept globs (common/glob.h).
 struct Silence {
   uint64_t id = 0;
   std::string project, run, kind, name;

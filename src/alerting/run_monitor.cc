@@ -2,27 +2,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "alerting/alert_record.h"
 #include "rules/rule_event.h"
 
 namespace trainwatch::alerting {
-namespace {
-
-// The AlertKind of a detector alert's wire name; nullopt for anything else.
-std::optional<detect::AlertKind> KindOf(std::string_view name) {
-  for (int k = 0; k < detect::kAlertKindCount; ++k) {
-    auto kind = static_cast<detect::AlertKind>(k);
-    if (detect::KindName(kind) == name) return kind;
-  }
-  return std::nullopt;
-}
-
-nlohmann::json Number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
-
-}  // namespace
 
 std::string AlertEventToJson(const std::string& run, const AlertEvent& e) {
   nlohmann::ordered_json j{{"run", run},           {"kind", e.kind},         {"metric", e.metric},
-                           {"step", e.step},       {"time", Number(e.time)}, {"value", Number(e.value)},
+                           {"step", e.step},       {"time", FiniteOrNull(e.time)}, {"value", FiniteOrNull(e.value)},
                            {"severity", e.severity}, {"message", e.message}, {"name", e.name}};
   if (!e.labels.empty()) j["labels"] = e.labels;
   if (e.type != AlertEvent::Type::kFiring) {
@@ -64,7 +51,7 @@ void RunMonitor::Rebind(std::shared_ptr<const rules::RuleSet> rules) {
 
 void RunMonitor::TakeDetectorAlerts(std::vector<AlertEvent>* out) {
   for (const detect::Alert& alert : detector_alerts_) {
-    auto kind = KindOf(alert.kind);
+    auto kind = detect::KindFromName(alert.kind);
     if (!kind || !rules_->KindEnabled(project_, *kind)) continue;
     rules::RuleEvent decorated = rules::EventFromAlert(alert, rules_->DetectorRuleFor(project_, *kind), project_);
     AlertEvent e;

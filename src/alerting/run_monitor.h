@@ -33,8 +33,9 @@ struct AlertEvent {
   std::map<std::string, std::string> labels, annotations;
 };
 
-// The offline command's JSON line for an event (the fields of detect::AlertToJson, plus "name",
-// "labels" when set, and "state" unless firing).
+// The offline command's JSON line for an event, one object without a newline:
+// {"run","kind","metric","step","time","value","severity","message","name"}, plus "labels" when
+// set and "state" ("pending", "resolved") unless firing; non-finite numbers are null.
 std::string AlertEventToJson(const std::string& run, const AlertEvent& event);
 
 class RunMonitor {

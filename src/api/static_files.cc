@@ -3,6 +3,8 @@
 #include <cctype>
 #include <string>
 
+#include "common/strings.h"
+
 namespace trainwatch::api {
 
 namespace {
@@ -11,29 +13,12 @@ constexpr std::string_view kAssetsPrefix = "/assets/";
 constexpr std::string_view kImmutable = "public, max-age=31536000, immutable";
 constexpr std::string_view kRevalidate = "no-cache";
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i]))) {
-      return false;
-    }
-  }
-  return true;
-}
-
 // Calls fn(element) for each comma-separated, trimmed, non-empty element of a header value.
 template <class Fn>
 void ForEachElement(std::string_view value, Fn fn) {
   while (!value.empty()) {
     size_t comma = value.find(',');
-    std::string_view element = Trim(value.substr(0, comma));
+    std::string_view element = TrimBlanks(value.substr(0, comma));
     value.remove_prefix(comma == std::string_view::npos ? value.size() : comma + 1);
     if (!element.empty()) fn(element);
   }
@@ -45,10 +30,10 @@ bool Acceptable(std::string_view params) {
   bool acceptable = true;
   while (!params.empty()) {
     size_t semi = params.find(';');
-    std::string_view param = Trim(params.substr(0, semi));
+    std::string_view param = TrimBlanks(params.substr(0, semi));
     params.remove_prefix(semi == std::string_view::npos ? params.size() : semi + 1);
     if (param.size() < 2 || (param[0] != 'q' && param[0] != 'Q') || param[1] != '=') continue;
-    std::string_view value = Trim(param.substr(2));
+    std::string_view value = TrimBlanks(param.substr(2));
     acceptable = value.empty() || value[0] != '0' ||
                  value.find_first_not_of("0.", 1) != std::string_view::npos;
   }
@@ -60,7 +45,7 @@ bool AcceptsGzip(std::string_view accept_encoding) {
   int gzip = -1, star = -1;  // -1: not named
   ForEachElement(accept_encoding, [&](std::string_view element) {
     size_t semi = element.find(';');
-    std::string_view coding = Trim(element.substr(0, semi));
+    std::string_view coding = TrimBlanks(element.substr(0, semi));
     std::string_view params = semi == std::string_view::npos ? "" : element.substr(semi + 1);
     if (EqualsIgnoreCase(coding, "gzip") || EqualsIgnoreCase(coding, "x-gzip")) {
       gzip = Acceptable(params);

@@ -3,14 +3,10 @@
 #include <charconv>
 #include <cmath>
 
+#include "common/strings.h"
+
 namespace trainwatch {
 namespace {
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 Status BadDuration(std::string_view text, std::string_view why) {
   return Status::InvalidArgument("bad duration '" + std::string(text) + "' (" + std::string(why) +
@@ -32,7 +28,7 @@ bool IsUnitChar(char c) { return c >= 'a' && c <= 'z'; }
 }  // namespace
 
 Result<double> ParseDuration(std::string_view text) {
-  std::string_view s = Trim(text);
+  std::string_view s = TrimBlanks(text);
   if (s.empty()) return BadDuration(text, "empty");
   const char* p = s.data();
   const char* end = s.data() + s.size();

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -23,6 +24,8 @@ inline constexpr int kAlertKindCount = 10;
 
 // The wire name ("grad_explosion", ...).
 std::string_view KindName(AlertKind kind);
+// The kind of a wire name; nullopt for anything else.
+std::optional<AlertKind> KindFromName(std::string_view name);
 // "critical", "warning" or "info".
 std::string_view DefaultSeverity(AlertKind kind);
 // The seven kinds that describe training behaviour (inhibited together by persistent faults).
@@ -44,9 +47,5 @@ struct Alert {
   std::string message;
 };
 
-// One JSON object on one line (no newline): {"run","kind","metric","step","time","value",
-// "severity","message"}, plus "state":"resolved" for a resolution; non-finite numbers are written
-// as null.
-std::string AlertToJson(const Alert& alert);
 
 }  // namespace trainwatch::detect

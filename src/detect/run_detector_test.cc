@@ -460,12 +460,5 @@ TEST(RunDetectorTest, SetOptionsKeepsBaselines) {
   EXPECT_EQ(out[0].step, 302);
 }
 
-TEST(RunDetectorTest, AlertToJsonWritesEveryField) {
-  Alert a{AlertState::kFiring, "r\"1", "nan", "loss", 7, 1.5, NAN, "critical", "x"};
-  EXPECT_EQ(AlertToJson(a),
-            "{\"run\":\"r\\\"1\",\"kind\":\"nan\",\"metric\":\"loss\",\"step\":7,\"time\":1.5,\"value\":null,"
-            "\"severity\":\"critical\",\"message\":\"x\"}");
-}
-
 }  // namespace
 }  // namespace trainwatch::detect

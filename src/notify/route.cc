@@ -1,8 +1,8 @@
 #include "notify/route.h"
 
-#include <fnmatch.h>
-
 #include <algorithm>
+
+#include "common/glob.h"
 
 namespace trainwatch::notify {
 
@@ -12,7 +12,7 @@ bool Route::Matches(const Notification& n) const {
   if (!kinds.empty() && std::find(kinds.begin(), kinds.end(), n.kind) == kinds.end()) return false;
   if (projects.empty()) return true;
   for (const std::string& glob : projects) {
-    if (::fnmatch(glob.c_str(), n.project.c_str(), 0) == 0) return true;
+    if (GlobMatch(glob, n.project)) return true;
   }
   return false;
 }

@@ -10,7 +10,7 @@ namespace trainwatch::notify {
 
 struct Route {
   std::string receiver;               // a receiver's name
-  std::vector<std::string> projects;  // fnmatch(3) globs ("vision-*"); empty: every project
+  std::vector<std::string> projects;  // globs ("vision-*"; `*` and `?`, common/glob.h); empty: every project
   std::vector<std::string> kinds;     // kinds ("rule" for user rules); empty: every kind
   Severity min_severity = Severity::kInfo;
   bool send_resolved = true;  // false: only firing notifications

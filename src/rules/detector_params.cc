@@ -178,7 +178,7 @@ std::string SectionList() {
 }
 
 std::string ParamsOf(std::string_view section) {
-  std::string out = KindFromName(section) ? "enabled" : "";
+  std::string out = detect::KindFromName(section) ? "enabled" : "";
   for (const ParamSpec& p : kParams) {
     if (p.section != section) continue;
     if (!out.empty()) out += ", ";
@@ -263,16 +263,8 @@ const ParamSpec* FindParam(std::string_view name) {
   return nullptr;
 }
 
-std::optional<detect::AlertKind> KindFromName(std::string_view name) {
-  for (int k = 0; k < detect::kAlertKindCount; ++k) {
-    auto kind = static_cast<detect::AlertKind>(k);
-    if (detect::KindName(kind) == name) return kind;
-  }
-  return std::nullopt;
-}
-
 bool IsSection(std::string_view name) {
-  return name == "common" || name == "lr" || KindFromName(name).has_value();
+  return name == "common" || name == "lr" || detect::KindFromName(name).has_value();
 }
 
 std::string DefaultValueText(const ParamSpec& spec) {
@@ -289,7 +281,7 @@ Status DetectorSettings::Set(std::string_view section, std::string_view param,
                                    "' (known: " + SectionList() + ")");
   }
   if (param == "enabled") {
-    std::optional<detect::AlertKind> kind = KindFromName(section);
+    std::optional<detect::AlertKind> kind = detect::KindFromName(section);
     if (!kind) {
       return Status::InvalidArgument("'enabled' applies to a detector kind, not to '" +
                                      std::string(section) + "'");

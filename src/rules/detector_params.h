@@ -44,8 +44,6 @@ struct ParamSpec {
 std::span<const ParamSpec> ParamSpecs();
 // nullptr if no parameter has that name.
 const ParamSpec* FindParam(std::string_view name);
-// The kind named `name` ("loss_spike"), if any.
-std::optional<detect::AlertKind> KindFromName(std::string_view name);
 // True for "common", "lr" and every kind name.
 bool IsSection(std::string_view name);
 // The default value of `spec` as docs print it ("3", "300", "false").

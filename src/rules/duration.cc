@@ -4,16 +4,9 @@
 #include <cmath>
 #include <cstdio>
 
+#include "common/strings.h"
+
 namespace trainwatch::rules {
-namespace {
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-}  // namespace
-
 
 std::string Hold::ToString() const {
   switch (unit) {
@@ -31,11 +24,11 @@ std::string Hold::ToString() const {
 }
 
 Result<Hold> ParseHold(std::string_view text) {
-  std::string_view s = Trim(text);
+  std::string_view s = TrimBlanks(text);
   Hold hold;
   for (std::string_view suffix : {"steps", "step"}) {
     if (!s.ends_with(suffix)) continue;
-    std::string_view number = Trim(s.substr(0, s.size() - suffix.size()));
+    std::string_view number = TrimBlanks(s.substr(0, s.size() - suffix.size()));
     int64_t n = 0;
     auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), n);
     if (number.empty() || ec != std::errc() || ptr != number.data() + number.size() || n < 0) {

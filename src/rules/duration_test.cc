@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "rules/glob.h"
+#include "common/glob.h"
 
 namespace trainwatch::rules {
 namespace {

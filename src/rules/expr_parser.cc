@@ -5,6 +5,7 @@
 #include <limits>
 #include <optional>
 
+#include "common/strings.h"
 #include "rules/expr.h"
 
 namespace trainwatch::rules {
@@ -17,17 +18,6 @@ bool IsNameChar(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == ':';
 }
 bool IsSlashContinuation(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i]))) {
-      return false;
-    }
-  }
-  return true;
-}
 
 enum class Tok {
   kNumber,

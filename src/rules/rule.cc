@@ -1,6 +1,6 @@
 #include "rules/rule.h"
 
-#include "rules/glob.h"
+#include "common/glob.h"
 
 namespace trainwatch::rules {
 

@@ -291,7 +291,7 @@ class FileParser {
     if (f.hold) return Error(*f.hold, where + ": 'for' applies to expression rules only");
     Result<std::string> kind_name = Scalar(*f.detector, where + ": detector");
     if (!kind_name.ok()) return kind_name.status();
-    std::optional<detect::AlertKind> kind = KindFromName(*kind_name);
+    std::optional<detect::AlertKind> kind = detect::KindFromName(*kind_name);
     if (!kind) {
       std::string known;
       for (int k = 0; k < detect::kAlertKindCount; ++k) {

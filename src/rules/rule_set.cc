@@ -1,6 +1,6 @@
 #include "rules/rule_set.h"
 
-#include "rules/glob.h"
+#include "common/glob.h"
 
 namespace trainwatch::rules {
 

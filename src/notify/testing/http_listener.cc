@@ -1,7 +1,5 @@
 #include "notify/testing/http_listener.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -14,38 +12,6 @@
 
 namespace trainwatch::notify::test {
 namespace {
-
-int BindLoopback(uint16_t* port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    std::perror("socket");
-    std::abort();
-  }
-  int one = 1;
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof addr;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    std::perror("bind");
-    std::abort();
-  }
-  *port = ntohs(addr.sin_port);
-  return fd;
-}
-
-bool SendAll(int fd, const std::string& data) {
-  size_t sent = 0;
-  while (sent < data.size()) {
-    ssize_t n = ::send(fd, data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
-    if (n <= 0) return false;
-    sent += static_cast<size_t>(n);
-  }
-  return true;
-}
 
 std::string Lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -67,23 +33,11 @@ uint16_t UnusedPort() {
   return port;
 }
 
-HttpListener::HttpListener() {
-  listen_fd_ = BindLoopback(&port_);
-  if (::listen(listen_fd_, 16) != 0) {
-    std::perror("listen");
-    std::abort();
-  }
-  thread_ = std::thread([this] { Serve(); });
-}
 
-HttpListener::~HttpListener() {
-  stop_ = true;
-  thread_.join();
-  ::close(listen_fd_);
-}
+HttpListener::HttpListener() : server_([this](int fd) { HandleConnection(fd); }) {}
 
 std::string HttpListener::Url(const std::string& path) const {
-  return "http://127.0.0.1:" + std::to_string(port_) + path;
+  return "http://127.0.0.1:" + std::to_string(server_.port()) + path;
 }
 
 void HttpListener::FailNext(int count, int status) {
@@ -113,17 +67,6 @@ int HttpListener::NextStatus() {
   int status = scripted_.front();
   scripted_.pop_front();
   return status;
-}
-
-void HttpListener::Serve() {
-  while (!stop_) {
-    pollfd p{listen_fd_, POLLIN, 0};
-    if (::poll(&p, 1, 20) <= 0) continue;
-    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;
-    HandleConnection(fd);
-    ::close(fd);
-  }
 }
 
 void HttpListener::HandleConnection(int fd) {

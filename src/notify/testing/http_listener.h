@@ -9,8 +9,9 @@
 #include <map>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
+
+#include "notify/testing/loopback_server.h"
 
 namespace trainwatch::notify::test {
 
@@ -26,11 +27,10 @@ class HttpListener {
  public:
   // Binds 127.0.0.1 on a free port and starts serving; aborts if it cannot (tests only).
   HttpListener();
-  ~HttpListener();
   HttpListener(const HttpListener&) = delete;
   HttpListener& operator=(const HttpListener&) = delete;
 
-  uint16_t port() const { return port_; }
+  uint16_t port() const { return server_.port(); }
   // "http://127.0.0.1:<port>" + path.
   std::string Url(const std::string& path = "") const;
 
@@ -44,19 +44,15 @@ class HttpListener {
   bool WaitForRequests(size_t count, double timeout_seconds) const;
 
  private:
-  void Serve();
   void HandleConnection(int fd);
   int NextStatus();
 
-  int listen_fd_ = -1;
-  uint16_t port_ = 0;
-  std::atomic<bool> stop_{false};
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
   std::vector<RecordedRequest> requests_;  // GUARDED_BY(mu_)
   std::deque<int> scripted_;               // GUARDED_BY(mu_)
   int default_status_ = 200;               // GUARDED_BY(mu_)
-  std::thread thread_;
+  LoopbackServer server_;                  // last: its thread calls into the members above
 };
 
 // A loopback port with nothing listening on it (connections are refused).

@@ -1,10 +1,7 @@
 #include "notify/testing/smtp_listener.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <cctype>
 #include <chrono>
@@ -13,16 +10,6 @@
 
 namespace trainwatch::notify::test {
 namespace {
-
-bool SendAll(int fd, const std::string& data) {
-  size_t sent = 0;
-  while (sent < data.size()) {
-    ssize_t n = ::send(fd, data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
-    if (n <= 0) return false;
-    sent += static_cast<size_t>(n);
-  }
-  return true;
-}
 
 std::string Upper(std::string s) {
   for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -65,31 +52,10 @@ class LineReader {
 
 }  // namespace
 
-SmtpListener::SmtpListener() {
-  listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  int one = 1;
-  ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  if (listen_fd_ < 0 || ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0 ||
-      ::listen(listen_fd_, 16) != 0) {
-    std::perror("SmtpListener");
-    std::abort();
-  }
-  port_ = ntohs(addr.sin_port);
-  thread_ = std::thread([this] { Serve(); });
-}
 
-SmtpListener::~SmtpListener() {
-  stop_ = true;
-  thread_.join();
-  ::close(listen_fd_);
-}
+SmtpListener::SmtpListener() : server_([this](int fd) { HandleConnection(fd); }) {}
 
-std::string SmtpListener::Url() const { return "smtp://127.0.0.1:" + std::to_string(port_); }
+std::string SmtpListener::Url() const { return "smtp://127.0.0.1:" + std::to_string(server_.port()); }
 
 void SmtpListener::SetRcptReply(int code) { rcpt_reply_ = code; }
 
@@ -102,17 +68,6 @@ bool SmtpListener::WaitForMessages(size_t count, double timeout_seconds) const {
   std::unique_lock lock(mu_);
   return cv_.wait_for(lock, std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000)),
                       [&] { return messages_.size() >= count; });
-}
-
-void SmtpListener::Serve() {
-  while (!stop_) {
-    pollfd p{listen_fd_, POLLIN, 0};
-    if (::poll(&p, 1, 20) <= 0) continue;
-    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;
-    HandleConnection(fd);
-    ::close(fd);
-  }
 }
 
 void SmtpListener::HandleConnection(int fd) {

@@ -7,8 +7,9 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
+
+#include "notify/testing/loopback_server.h"
 
 namespace trainwatch::notify::test {
 
@@ -23,7 +24,6 @@ class SmtpListener {
  public:
   // Binds 127.0.0.1 on a free port and starts serving; aborts if it cannot (tests only).
   SmtpListener();
-  ~SmtpListener();
   SmtpListener(const SmtpListener&) = delete;
   SmtpListener& operator=(const SmtpListener&) = delete;
 
@@ -36,17 +36,13 @@ class SmtpListener {
   bool WaitForMessages(size_t count, double timeout_seconds) const;
 
  private:
-  void Serve();
   void HandleConnection(int fd);
 
-  int listen_fd_ = -1;
-  uint16_t port_ = 0;
-  std::atomic<bool> stop_{false};
   std::atomic<int> rcpt_reply_{250};
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
   std::vector<SmtpMessage> messages_;  // GUARDED_BY(mu_)
-  std::thread thread_;
+  LoopbackServer server_;              // last: its thread calls into the members above
 };
 
 }  // namespace trainwatch::notify::test

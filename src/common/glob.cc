@@ -1,6 +1,6 @@
-#include "rules/glob.h"
+#include "common/glob.h"
 
-namespace trainwatch::rules {
+namespace trainwatch {
 
 bool IsGlob(std::string_view pattern) {
   return pattern.find_first_of("*?") != std::string_view::npos;
@@ -28,4 +28,4 @@ bool GlobMatch(std::string_view pattern, std::string_view name) {
   return p == pattern.size();
 }
 
-}  // namespace trainwatch::rules
+}  // namespace trainwatch
