@@ -126,14 +126,52 @@ void Run::LogSampled(int64_t sample, std::span<const Metric> metrics, double uni
 }
 
 void Run::LogHistogram(int64_t step, std::string_view name, HistogramBuckets histogram) {
+  LogHistogram(step, name, std::move(histogram), sdk::UnixNow());
+}
+
+void Run::LogHistogram(int64_t step, std::string_view name, HistogramBuckets histogram, double unix_time) {
   if (state_->finished.load()) return;
   v1::RunBatch batch = BatchFor(*state_);
   v1::Histogram* h = batch.add_histograms();
   h->set_name(std::string(name));
   h->set_step(step);
-  h->set_time(sdk::UnixNow());
+  h->set_time(unix_time);
   h->mutable_edges()->Add(histogram.edges.begin(), histogram.edges.end());
   h->mutable_counts()->Add(histogram.counts.begin(), histogram.counts.end());
+  core_->AddRunBatch(std::move(batch), false);
+}
+
+void Run::LogImage(int64_t step, std::string_view name, std::string encoded, std::string_view caption,
+                   uint32_t index) {
+  LogImage(step, name, std::move(encoded), caption, index, sdk::UnixNow());
+}
+
+void Run::LogImage(int64_t step, std::string_view name, std::string encoded, std::string_view caption,
+                   uint32_t index, double unix_time) {
+  if (state_->finished.load()) return;
+  v1::RunBatch batch = BatchFor(*state_);
+  v1::Image* image = batch.add_images();
+  image->set_name(std::string(name));
+  image->set_step(step);
+  image->set_time(unix_time);
+  image->set_index(index);
+  image->set_data(std::move(encoded));
+  image->set_caption(std::string(caption));
+  core_->AddRunBatch(std::move(batch), false);
+}
+
+void Run::LogText(int64_t step, std::string_view name, std::string_view text) {
+  LogText(step, name, text, sdk::UnixNow());
+}
+
+void Run::LogText(int64_t step, std::string_view name, std::string_view text, double unix_time) {
+  if (state_->finished.load()) return;
+  v1::RunBatch batch = BatchFor(*state_);
+  v1::Text* t = batch.add_texts();
+  t->set_name(std::string(name));
+  t->set_step(step);
+  t->set_time(unix_time);
+  t->set_value(std::string(text));
   core_->AddRunBatch(std::move(batch), false);
 }
 

@@ -188,6 +188,15 @@ class Run {
   // Samples of the machine (system/...): indexed by sample number, outside the step clock.
   void LogSampled(int64_t sample, std::span<const Metric> metrics, double unix_time);
   void LogHistogram(int64_t step, std::string_view name, HistogramBuckets histogram);
+  void LogHistogram(int64_t step, std::string_view name, HistogramBuckets histogram, double unix_time);
+  // An encoded image (PNG, JPEG, GIF or WebP bytes) of tag `name` at `step`; `index` tells apart
+  // several images of one tag and step. The server refuses images over its size limit (a warning).
+  void LogImage(int64_t step, std::string_view name, std::string encoded, std::string_view caption = {},
+                uint32_t index = 0);
+  void LogImage(int64_t step, std::string_view name, std::string encoded, std::string_view caption,
+                uint32_t index, double unix_time);
+  void LogText(int64_t step, std::string_view name, std::string_view text);
+  void LogText(int64_t step, std::string_view name, std::string_view text, double unix_time);
   // Merges a JSON object into the run's config.
   void SetConfig(std::string_view config_json);
   void SetTags(std::vector<std::string> tags, bool replace = false);
