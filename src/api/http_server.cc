@@ -144,6 +144,7 @@ class HttpServer::Impl {
   tcp::acceptor acceptor_;
   std::vector<std::thread> threads_;
   std::map<RouteKey, HttpHandler> routes_;
+  std::map<RouteKey, HttpHandler> prefix_routes_;  // RouteKey::path is the prefix
   std::map<std::string, WebSocketHandler> websockets_;
   HttpHandler fallback_;  // may be empty
   std::atomic<int> connections_{0};
@@ -396,7 +397,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
   template <class Message>
   static void SetFields(Message& res, const HttpResponse& response) {
     res.set(http::field::server, "trainwatch");
-    res.set(http::field::content_type, response.content_type);
+    if (!response.content_type.empty()) res.set(http::field::content_type, response.content_type);
     for (const auto& [name, value] : response.headers) res.set(name, value);
   }
 
@@ -476,9 +477,16 @@ bool HttpServer::Impl::Authorized(const HttpRequest& req) const {
 
 void HttpServer::Impl::Dispatch(HttpRequest&& req, Responder responder) {
   auto it = routes_.find(RouteKey{req.method, req.path});
-  bool path_known = it != routes_.end();
+  const HttpHandler* handler = it != routes_.end() ? &it->second : nullptr;
+  bool path_known = handler != nullptr;
   for (auto r = routes_.begin(); !path_known && r != routes_.end(); ++r) {
     path_known = r->first.path == req.path;
+  }
+  for (const auto& [key, prefix_handler] : prefix_routes_) {
+    if (path_known && handler) break;
+    if (!req.path.starts_with(key.path)) continue;
+    path_known = true;
+    if (!handler && key.method == req.method) handler = &prefix_handler;
   }
   bool api_path = req.path == "/api" || req.path.starts_with("/api/");
   if (!path_known && !api_path && fallback_ && (req.method == "GET" || req.method == "HEAD")) {
@@ -489,12 +497,12 @@ void HttpServer::Impl::Dispatch(HttpRequest&& req, Responder responder) {
     responder(HttpResponse::Error(401, "missing or wrong API key (Authorization: Bearer <key>)"));
     return;
   }
-  if (it == routes_.end()) {
+  if (!handler) {
     responder(path_known ? HttpResponse::Error(405, "method " + req.method + " not allowed on " + req.path)
                          : HttpResponse::Error(404, "no endpoint at " + req.path));
     return;
   }
-  it->second(std::move(req), std::move(responder));
+  (*handler)(std::move(req), std::move(responder));
 }
 
 void HttpServer::Impl::Stop() {
@@ -516,6 +524,10 @@ HttpServer::~HttpServer() { Stop(); }
 
 void HttpServer::Route(const std::string& method, const std::string& path, HttpHandler handler) {
   impl_->routes_[Impl::RouteKey{method, path}] = std::move(handler);
+}
+
+void HttpServer::RoutePrefix(const std::string& method, const std::string& prefix, HttpHandler handler) {
+  impl_->prefix_routes_[Impl::RouteKey{method, prefix}] = std::move(handler);
 }
 
 void HttpServer::WebSocket(const std::string& path, WebSocketHandler handler) {

@@ -38,7 +38,7 @@ struct HttpRequest {
 
 struct HttpResponse {
   int status = 200;
-  std::string content_type = "application/json";
+  std::string content_type = "application/json";  // empty: no Content-Type header (a 304)
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;
 
@@ -91,6 +91,9 @@ class HttpServer {
 
   // Register before Start().
   void Route(const std::string& method, const std::string& path, HttpHandler handler);
+  // Routes every path that starts with `prefix` (e.g. "/api/v1/blobs/") and has no exact route; the
+  // handler reads the rest of req.path.
+  void RoutePrefix(const std::string& method, const std::string& prefix, HttpHandler handler);
   void WebSocket(const std::string& path, WebSocketHandler handler);
   // Answers GET and HEAD requests whose path has no route and is neither `/api` nor under `/api/`,
   // without asking for the API key: it must serve only data-free content (static files). Unknown

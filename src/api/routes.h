@@ -36,6 +36,7 @@ struct ApiContext {
 void RegisterWriteRoutes(HttpServer& server, ApiContext& ctx);  // write_routes.cc
 void RegisterQueryRoutes(HttpServer& server, ApiContext& ctx);  // query_routes.cc
 void RegisterRunDataRoutes(HttpServer& server, ApiContext& ctx);  // run_data_routes.cc
+void RegisterMediaRoutes(HttpServer& server, ApiContext& ctx);  // media_routes.cc
 void RegisterOpsRoutes(HttpServer& server, ApiContext& ctx);    // ops_routes.cc
 void RegisterAlertRoutes(HttpServer& server, ApiContext& ctx);  // alert_routes.cc
 
@@ -43,6 +44,7 @@ inline void RegisterRoutes(HttpServer& server, ApiContext& ctx) {
   RegisterWriteRoutes(server, ctx);
   RegisterQueryRoutes(server, ctx);
   RegisterRunDataRoutes(server, ctx);
+  RegisterMediaRoutes(server, ctx);
   RegisterOpsRoutes(server, ctx);
   RegisterAlertRoutes(server, ctx);
   server.WebSocket("/api/v1/live", ctx.live.Handler());

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ingest/media_check.h"
+
 namespace trainwatch::ingest {
 namespace {
 
@@ -196,6 +198,11 @@ void Ingestor::Normalise(v1::WriteRequest* request, IngestResult* result) {
     }
     for (v1::Histogram& h : *batch.mutable_histograms()) {
       if (h.time() == 0) h.set_time(now);
+    }
+    if (CheckMedia(&batch, "runs[" + std::to_string(i) + "] (run '" + batch.run() + "')", limits_, now,
+                   &result->errors)) {
+      runs->DeleteSubrange(i, 1);
+      continue;
     }
     // Liveness is measured on the server's clock, recorded here so that replay restores it.
     if (batch.has_heartbeat()) batch.mutable_heartbeat()->set_received_time(now);

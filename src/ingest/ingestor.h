@@ -22,8 +22,8 @@ struct IngestResult {
   Status status;  // non-OK: nothing of this write is durable (log failure, shutdown, full disk)
   uint64_t lines_accepted = 0;  // JSON lines only
   uint64_t lines_rejected = 0;
-  // Scalar points stored or identical to what was stored. Histograms, graphs and heartbeats are
-  // not points and are not counted here (nor in points_rejected).
+  // Scalar points stored or identical to what was stored. Histograms, images, texts, graphs and
+  // heartbeats are not points and are not counted here (nor in points_rejected).
   uint64_t points_accepted = 0;
   uint64_t points_unchanged = 0;  // of those, identical to what the step held (retries)
   uint64_t points_rejected = 0;

@@ -18,6 +18,11 @@ struct IngestLimits {
   size_t max_metadata_bytes = 64 << 10;  // config JSON, tags, host of one run update
   size_t max_graph_bytes = 8 << 20;      // a run's model graph (RunMetadata.graph_json)
   size_t max_histogram_buckets = 10'000;  // at most storage::kMaxHistogramBuckets
+  // One encoded image (RunBatch.images); it must also fit in a request (max_body_bytes) with
+  // whatever else its batch holds.
+  uint64_t max_image_bytes = 16ull << 20;
+  size_t max_caption_bytes = 16 << 10;
+  size_t max_text_bytes = 1 << 20;  // one text (RunBatch.texts)
   double max_heartbeat_interval_seconds = 3600;
 };
 

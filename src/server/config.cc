@@ -25,6 +25,7 @@ constexpr Setting kSettings[] = {
     {"--api-key", "TRAINWATCH_API_KEY", "api_key", "key clients must send; required off loopback"},
     {"--http-threads", "TRAINWATCH_HTTP_THREADS", "http_threads", "HTTP I/O threads (default 2)"},
     {"--max-body-bytes", "TRAINWATCH_MAX_BODY_BYTES", "max_body_bytes", "largest request body (default 64 MiB)"},
+    {"--max-image-bytes", "TRAINWATCH_MAX_IMAGE_BYTES", "max_image_bytes", "largest encoded image (default 16 MiB); larger ones are refused, the rest of their batch is kept. An image must also fit in a request (--max-body-bytes)"},
     {"--max-metrics-per-run", "TRAINWATCH_MAX_METRICS_PER_RUN", "max_metrics_per_run", "default 10000"},
     {"--max-series-per-project", "TRAINWATCH_MAX_SERIES_PER_PROJECT", "max_series_per_project", "default 1000000"},
     {"--retention", "TRAINWATCH_RETENTION", "retention", "maximum age per project, e.g. \"p1=30d,p2=12h\""},
@@ -103,6 +104,7 @@ Status Apply(ServerConfig* c, const std::string& key, const std::string& value, 
     if (!n.ok()) return n.status();
     if (key == "http_threads") c->http_threads = static_cast<int>(std::min<uint64_t>(*n, 64));
     else if (key == "max_body_bytes") c->limits.max_body_bytes = *n;
+    else if (key == "max_image_bytes") c->limits.max_image_bytes = *n;
     else if (key == "max_metrics_per_run") c->limits.max_metrics_per_run = *n;
     else if (key == "max_series_per_project") c->limits.max_series_per_project = *n;
     else return Status::InvalidArgument(where + ": unknown setting '" + key + "'");

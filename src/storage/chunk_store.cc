@@ -7,9 +7,10 @@
 #include <rocksdb/write_batch.h>
 
 #include "storage/binary_io.h"
+#include "storage/store_internal.h"
 
 namespace trainwatch::storage {
-namespace {
+namespace store_internal {
 
 constexpr uint8_t kRecordVersion = 1;
 
@@ -19,6 +20,83 @@ Status FromRocks(const rocksdb::Status& s, std::string_view what) {
   if (s.IsNoSpace()) return Status::ResourceExhausted(std::string(what) + ": " + s.ToString());
   return Status::IoError(std::string(what) + ": " + s.ToString());
 }
+
+std::string RunKeyOf(char prefix, const std::string& project, const std::string& run) {
+  std::string k(1, prefix);
+  k += project;
+  k.push_back('\0');
+  k += run;
+  return k;
+}
+
+std::string NameKeyOf(char prefix, const SeriesKey& key) {
+  std::string k = RunKeyOf(prefix, key.project, key.run);
+  k.push_back('\0');
+  k += key.metric;
+  return k;
+}
+
+std::pair<std::string, std::string> RunRangeOf(char prefix, const std::string& project,
+                                               const std::string& run) {
+  std::string from = RunKeyOf(prefix, project, run), to = from;
+  from.push_back('\0');
+  to.push_back('\1');
+  return {std::move(from), std::move(to)};
+}
+
+std::string EncodeNameSummary(const HistogramSeriesInfo& info) {
+  std::string out(1, static_cast<char>(kRecordVersion));
+  PutFixed64(&out, info.count);
+  PutFixed64(&out, static_cast<uint64_t>(info.first_step));
+  PutFixed64(&out, static_cast<uint64_t>(info.last_step));
+  PutDouble(&out, info.min_time);
+  return out;
+}
+
+bool DecodeNameSummary(std::string_view data, HistogramSeriesInfo* info) {
+  ByteReader in(data);
+  uint8_t version = 0;
+  return in.GetByte(&version) && version == kRecordVersion && in.GetFixed64(&info->count) &&
+         in.GetInt64(&info->first_step) && in.GetInt64(&info->last_step) &&
+         in.GetDouble(&info->min_time) && in.empty();
+}
+
+Status ForEachPrefixed(rocksdb::DB& db, std::string_view prefix,
+                       const std::function<Status(std::string_view, std::string_view)>& fn) {
+  std::unique_ptr<rocksdb::Iterator> it(db.NewIterator(rocksdb::ReadOptions()));
+  for (it->Seek(rocksdb::Slice(prefix.data(), prefix.size())); it->Valid(); it->Next()) {
+    std::string_view key(it->key().data(), it->key().size());
+    if (!key.starts_with(prefix)) break;
+    TW_RETURN_IF_ERROR(fn(key, std::string_view(it->value().data(), it->value().size())));
+  }
+  return FromRocks(it->status(), "iterating store");
+}
+
+Status ForEachNameSummary(rocksdb::DB& db, char prefix,
+                          const std::function<Status(SeriesKey, HistogramSeriesInfo)>& fn) {
+  const std::string kind(1, prefix);
+  return ForEachPrefixed(db, kind, [&](std::string_view key, std::string_view value) {
+    key.remove_prefix(1);
+    size_t nul1 = key.find('\0');
+    size_t nul2 = nul1 == std::string_view::npos ? nul1 : key.find('\0', nul1 + 1);
+    if (nul2 == std::string_view::npos) return Status::Corruption("bad '" + kind + "' summary key");
+    SeriesKey series{std::string(key.substr(0, nul1)),
+                     std::string(key.substr(nul1 + 1, nul2 - nul1 - 1)),
+                     std::string(key.substr(nul2 + 1))};
+    HistogramSeriesInfo info;
+    if (!DecodeNameSummary(value, &info)) {
+      return Status::Corruption("bad '" + kind + "' summary of " + series.project + "/" +
+                                series.run + "/" + series.metric);
+    }
+    return fn(std::move(series), info);
+  });
+}
+
+}  // namespace store_internal
+
+namespace {
+
+using namespace store_internal;
 
 std::string SeriesKeyOf(SeriesId id) {
   std::string k = "s";
@@ -33,49 +111,15 @@ std::string ChunkKeyOf(char prefix, SeriesId id, uint32_t chunk_no) {
   return k;
 }
 
-// prefix project "\0" run: the "r" and "g" keys, and the start of a run's "h" and "H" keys.
-std::string RunKeyOf(char prefix, const std::string& project, const std::string& run) {
-  std::string k(1, prefix);
-  k += project;
-  k.push_back('\0');
-  k += run;
-  return k;
-}
-
 std::string RunKeyOf(const std::string& project, const std::string& run) {
-  return RunKeyOf('r', project, run);
-}
-
-// prefix project "\0" run "\0" name: an "H" key, and the start of the "h" keys of that name.
-std::string HistogramNameKeyOf(char prefix, const SeriesKey& key) {
-  std::string k = RunKeyOf(prefix, key.project, key.run);
-  k.push_back('\0');
-  k += key.metric;
-  return k;
+  return store_internal::RunKeyOf('r', project, run);
 }
 
 std::string HistogramKeyOf(const SeriesKey& key, int64_t step) {
-  std::string k = HistogramNameKeyOf('h', key);
+  std::string k = NameKeyOf('h', key);
   k.push_back('\0');
   PutBigEndian64(&k, static_cast<uint64_t>(step));  // steps are >= 0: sorts numerically
   return k;
-}
-
-std::string EncodeHistogramSeries(const HistogramSeriesInfo& info) {
-  std::string out(1, static_cast<char>(kRecordVersion));
-  PutFixed64(&out, info.count);
-  PutFixed64(&out, static_cast<uint64_t>(info.first_step));
-  PutFixed64(&out, static_cast<uint64_t>(info.last_step));
-  PutDouble(&out, info.min_time);
-  return out;
-}
-
-bool DecodeHistogramSeries(std::string_view data, HistogramSeriesInfo* info) {
-  ByteReader in(data);
-  uint8_t version = 0;
-  return in.GetByte(&version) && version == kRecordVersion && in.GetFixed64(&info->count) &&
-         in.GetInt64(&info->first_step) && in.GetInt64(&info->last_step) &&
-         in.GetDouble(&info->min_time) && in.empty();
 }
 
 std::string EncodeSeries(const SeriesRecord& s) {
@@ -146,18 +190,6 @@ bool DecodeChunkHeader(std::string_view data, ChunkRef* c) {
   c->superseded = (flags & 1) != 0;
   c->times_from_clock = (flags & 2) != 0;
   return ok;
-}
-
-// Iterates every key starting with `prefix`.
-Status ForEachPrefixed(rocksdb::DB& db, std::string_view prefix,
-                       const std::function<Status(std::string_view, std::string_view)>& fn) {
-  std::unique_ptr<rocksdb::Iterator> it(db.NewIterator(rocksdb::ReadOptions()));
-  for (it->Seek(rocksdb::Slice(prefix.data(), prefix.size())); it->Valid(); it->Next()) {
-    std::string_view key(it->key().data(), it->key().size());
-    if (!key.starts_with(prefix)) break;
-    TW_RETURN_IF_ERROR(fn(key, std::string_view(it->value().data(), it->value().size())));
-  }
-  return FromRocks(it->status(), "iterating store");
 }
 
 }  // namespace
@@ -241,12 +273,10 @@ Status ChunkStore::DeleteSeries(SeriesId id) {
 
 Status ChunkStore::DeleteRun(const std::string& project, const std::string& run) {
   rocksdb::WriteBatch batch;
-  // Every "h"/"H" key of the run starts with prefix project "\0" run "\0"; names hold no control
-  // characters, so "\1" in that place ends the range.
-  for (char prefix : {'h', 'H'}) {
-    std::string from = RunKeyOf(prefix, project, run), to = from;
-    from.push_back('\0');
-    to.push_back('\1');
+  // Images ("i", "I") are not in these ranges: their blobs' references are released first,
+  // tag by tag (DeleteImages).
+  for (char prefix : {'h', 'H', 't', 'T'}) {
+    auto [from, to] = RunRangeOf(prefix, project, run);
     batch.DeleteRange(from, to);
   }
   batch.Delete(RunKeyOf('g', project, run));
@@ -273,7 +303,7 @@ Status ChunkStore::PutHistogram(const SeriesKey& key, int64_t step, std::string_
                                 const HistogramSeriesInfo& info) {
   rocksdb::WriteBatch batch;
   batch.Put(HistogramKeyOf(key, step), rocksdb::Slice(encoded.data(), encoded.size()));
-  batch.Put(HistogramNameKeyOf('H', key), EncodeHistogramSeries(info));
+  batch.Put(NameKeyOf('H', key), EncodeNameSummary(info));
   return FromRocks(db_->Write(rocksdb::WriteOptions(), &batch), "writing histogram");
 }
 
@@ -289,7 +319,7 @@ Status ChunkStore::ScanHistograms(
     const SeriesKey& key, int64_t from, int64_t to,
     const std::function<bool(int64_t, std::string_view)>& fn) const {
   if (to < from || to < 0) return Status::Ok();
-  std::string prefix = HistogramNameKeyOf('h', key);
+  std::string prefix = NameKeyOf('h', key);
   prefix.push_back('\0');
   std::string start = HistogramKeyOf(key, std::max<int64_t>(from, 0));
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
@@ -309,9 +339,9 @@ Status ChunkStore::DeleteHistograms(const SeriesKey& key, const std::vector<int6
   rocksdb::WriteBatch batch;
   for (int64_t step : steps) batch.Delete(HistogramKeyOf(key, step));
   if (info.count == 0) {
-    batch.Delete(HistogramNameKeyOf('H', key));
+    batch.Delete(NameKeyOf('H', key));
   } else {
-    batch.Put(HistogramNameKeyOf('H', key), EncodeHistogramSeries(info));
+    batch.Put(NameKeyOf('H', key), EncodeNameSummary(info));
   }
   return FromRocks(db_->Write(rocksdb::WriteOptions(), &batch), "deleting histograms");
 }
@@ -368,20 +398,7 @@ Status ChunkStore::ForEachWriter(const std::function<Status(std::string, uint64_
 
 Status ChunkStore::ForEachHistogramSeries(
     const std::function<Status(SeriesKey, HistogramSeriesInfo)>& fn) const {
-  return ForEachPrefixed(*db_, "H", [&](std::string_view key, std::string_view value) {
-    key.remove_prefix(1);
-    size_t nul1 = key.find('\0');
-    size_t nul2 = nul1 == std::string_view::npos ? nul1 : key.find('\0', nul1 + 1);
-    if (nul2 == std::string_view::npos) return Status::Corruption("bad histogram summary key");
-    SeriesKey series{std::string(key.substr(0, nul1)), std::string(key.substr(nul1 + 1, nul2 - nul1 - 1)),
-                     std::string(key.substr(nul2 + 1))};
-    HistogramSeriesInfo info;
-    if (!DecodeHistogramSeries(value, &info)) {
-      return Status::Corruption("bad histogram summary of " + series.project + "/" + series.run +
-                                "/" + series.metric);
-    }
-    return fn(std::move(series), info);
-  });
+  return ForEachNameSummary(*db_, 'H', fn);
 }
 
 Result<uint64_t> ChunkStore::GetCheckpointLsn() const {

@@ -7,6 +7,12 @@
 //   "g" project "\0" run                -> the run's model graph (JSON)
 //   "h" project "\0" run "\0" name "\0" step(be64) -> one histogram (storage/histogram.h)
 //   "H" project "\0" run "\0" name     -> summary of a run's histograms of that name
+//   "i" project "\0" run "\0" tag "\0" step(be64) index(be32) -> one image entry (storage/media.h)
+//   "I" project "\0" run "\0" tag      -> summary of a run's images of that tag
+//   "b" sha256                          -> encoded image bytes (a blob), once per content
+//   "B" sha256                          -> the blob's reference count and size
+//   "t" project "\0" run "\0" tag "\0" step(be64) -> one text
+//   "T" project "\0" run "\0" tag      -> summary of a run's texts of that tag
 //   "w" writer_id                       -> last applied sequence (u64)
 //   "m"                                 -> store record (checkpoint LSN)
 // Writes are not synced one by one; Sync() makes everything written so far durable, and the engine
@@ -21,6 +27,7 @@
 
 #include "common/status.h"
 #include "storage/histogram.h"
+#include "storage/media.h"
 #include "storage/series.h"
 
 namespace rocksdb {
@@ -61,7 +68,7 @@ class ChunkStore {
   // Deletes the given chunks of a series and rewrites its record (retention).
   Status DeleteChunks(const SeriesRecord& series, const std::vector<uint32_t>& chunk_nos);
   Status DeleteSeries(SeriesId id);
-  // Deletes a run's metadata, graph and histograms.
+  // Deletes a run's metadata, graph, histograms and texts; its images go first, by DeleteImages.
   Status DeleteRun(const std::string& project, const std::string& run);
 
   // --- graphs ("g") ---
@@ -84,6 +91,42 @@ class ChunkStore {
   Status DeleteHistograms(const SeriesKey& key, const std::vector<int64_t>& steps,
                           const HistogramSeriesInfo& info);
 
+  // --- images ("i", "I", "b", "B") and texts ("t", "T"); `tag.metric` is the tag ---
+  // The image writes (PutImage, DeleteImagesOlderThan) read the reference counts they rewrite:
+  // callers serialise them. Each is one atomic RocksDB batch, so the counts always equal the
+  // number of "i" entries that refer to each blob, whatever point a crash stops at.
+  //
+  // Stores an image entry at (tag, entry.step, entry.index), replacing the one there, with its
+  // tag's summary: the blob `bytes` (whose SHA-256 is entry.sha256) is stored unless present and
+  // gains a reference; a replaced entry's blob loses one and goes with its last. Writing the same
+  // entry again changes nothing else. Returns the tag's new summary, and adds the change of the
+  // blob totals to *change.
+  Result<TagSummary> PutImage(const SeriesKey& tag, const ImageEntry& entry, std::string_view bytes,
+                              BlobChange* change);
+  // Deletes the image entries of a tag whose time is below `cutoff` (every one with +infinity),
+  // releasing their blobs, and rewrites the tag's summary exactly (deletes it with the last entry).
+  // Returns how many were deleted; *kept is the new summary; the blob totals' change is added to
+  // *change.
+  Result<uint64_t> DeleteImagesOlderThan(const SeriesKey& tag, double cutoff, TagSummary* kept,
+                                         BlobChange* change);
+  // Calls fn for the image entries of a tag with from <= step <= to, by (step, index); stops early
+  // (OK) when fn returns false.
+  Status ScanImages(const SeriesKey& tag, int64_t from, int64_t to,
+                    const std::function<bool(ImageEntry)>& fn) const;
+  // The bytes of a blob. NotFound when no entry refers to it.
+  Result<std::string> GetBlob(std::string_view sha256) const;
+  Result<bool> HasBlob(std::string_view sha256) const;
+  // The number and total size of the stored blobs (a scan of "B", for start-up).
+  Result<BlobChange> CountBlobs() const;
+
+  // Stores a text at (tag, entry.step), replacing the one there, with its tag's summary. Returns
+  // the new summary.
+  Result<TagSummary> PutText(const SeriesKey& tag, const TextEntry& entry);
+  // As DeleteImagesOlderThan, for texts.
+  Result<uint64_t> DeleteTextsOlderThan(const SeriesKey& tag, double cutoff, TagSummary* kept);
+  Status ScanTexts(const SeriesKey& tag, int64_t from, int64_t to,
+                   const std::function<bool(TextEntry)>& fn) const;
+
   // The encoded points of one chunk.
   Result<std::string> GetChunk(SeriesId id, uint32_t chunk_no) const;
 
@@ -95,6 +138,8 @@ class ChunkStore {
   Status ForEachWriter(const std::function<Status(std::string writer, uint64_t seq)>& fn) const;
   Status ForEachHistogramSeries(
       const std::function<Status(SeriesKey key, HistogramSeriesInfo info)>& fn) const;
+  Status ForEachImageTag(const std::function<Status(SeriesKey tag, TagSummary info)>& fn) const;
+  Status ForEachTextTag(const std::function<Status(SeriesKey tag, TagSummary info)>& fn) const;
   Result<uint64_t> GetCheckpointLsn() const;
 
   // Makes every write so far durable.

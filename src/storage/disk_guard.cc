@@ -42,9 +42,14 @@ Status Retention::ApplyMaxAges() {
     }
     Result<uint64_t> histograms = engine_.DeleteHistogramsOlderThan(project, now - max_age);
     if (!histograms.ok()) return histograms.status().WithContext("retention of project " + project);
-    if (*histograms > 0) {
-      logger_.Info("retention deleted old histograms",
-                   {{"project", project}, {"histograms", *histograms}, {"max_age_seconds", max_age}});
+    Result<uint64_t> images = engine_.DeleteImagesOlderThan(project, now - max_age);
+    if (!images.ok()) return images.status().WithContext("retention of project " + project);
+    Result<uint64_t> texts = engine_.DeleteTextsOlderThan(project, now - max_age);
+    if (!texts.ok()) return texts.status().WithContext("retention of project " + project);
+    if (*histograms > 0 || *images > 0 || *texts > 0) {
+      logger_.Info("retention deleted old histograms, images and texts",
+                   {{"project", project}, {"histograms", *histograms}, {"images", *images},
+                    {"texts", *texts}, {"max_age_seconds", max_age}});
     }
   }
   return Status::Ok();

@@ -1,7 +1,8 @@
 // Retention: deletes what the operator said may go, and keeps the disk from filling up.
 //
 //  - Maximum age per project: sealed chunks whose newest point is older than the project's limit
-//    are deleted, and so are histograms older than it.
+//    are deleted, and so are histograms, images (with the blobs no other image refers to) and
+//    texts older than it.
 //  - Disk guard: while the data volume is above `disk_threshold_percent` used, the oldest finished
 //    runs that ended more than `disk_guard_min_age_seconds` ago are deleted, oldest first, each one
 //    logged. If that is not enough and nothing more may be deleted, every write is refused with a

@@ -32,6 +32,10 @@ Engine::Engine(const EngineOptions& options, std::unique_ptr<Log> log,
                    [this] { return static_cast<double>(DiskBytes()); });
   metrics.AddGauge("trainwatch_chunk_cache_bytes", "Decoded chunks held in memory.",
                    [this] { return static_cast<double>(cache_.bytes()); });
+  metrics.AddGauge("trainwatch_image_blobs", "Distinct image contents stored (each once, by SHA-256).",
+                   [this] { return static_cast<double>(BlobTotals().blobs); });
+  metrics.AddGauge("trainwatch_image_blob_bytes", "Bytes of the stored image contents.",
+                   [this] { return static_cast<double>(BlobTotals().bytes); });
 }
 
 Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options, std::unique_ptr<Log> log,
@@ -63,6 +67,7 @@ Status Engine::LoadStore() {
     return Status::Ok();
   }));
   TW_RETURN_IF_ERROR(LoadHistograms());
+  TW_RETURN_IF_ERROR(LoadMedia());
   TW_RETURN_IF_ERROR(store_->ForEachSeries([&](SeriesRecord record) {
     auto series = std::make_unique<Series>(record.id, record.key);
     series->gen = record.gen;
@@ -143,6 +148,13 @@ Status Engine::LoadStore() {
 
 Status Engine::Replay() {
   TW_ASSIGN_OR_RETURN(uint64_t checkpoint, store_->GetCheckpointLsn());
+  {
+    // Everything below the checkpoint is in the store: a checkpoint taken before any new record is
+    // applied (a run deleted right after a restart) must not move it back, or the next start
+    // would replay records the log still holds below it and bring deleted data back.
+    std::lock_guard lock(apply_mu_);
+    if (checkpoint > 0) last_applied_lsn_ = std::max(last_applied_lsn_, checkpoint - 1);
+  }
   uint64_t applied = 0;
   TW_ASSIGN_OR_RETURN(
       ReplayStats stats,

@@ -35,6 +35,7 @@
 #include "storage/downsample.h"
 #include "storage/histogram.h"
 #include "storage/log.h"
+#include "storage/media.h"
 #include "storage/run_info.h"
 #include "storage/series.h"
 #include "trainwatch/v1/ingest.pb.h"
@@ -134,8 +135,8 @@ class Engine {
   // --- reads ---
   std::vector<RunInfo> ListRuns() const;
   std::optional<RunInfo> GetRun(const std::string& project, const std::string& run) const;
-  // A run's scalar metrics (kind "scalar") and histogram names (kind "histogram": count, first
-  // and last step only), by name.
+  // A run's scalar metrics (kind "scalar"), histogram names (kind "histogram") and image and text
+  // tags (kinds "image", "text"; these three with count, first and last step only), by name.
   std::vector<MetricInfo> ListMetrics(const std::string& project, const std::string& run) const;
   // Runs that have recorded a heartbeat interval (writers that send heartbeats).
   std::vector<RunLiveness> ListHeartbeatRuns() const;
@@ -165,16 +166,32 @@ class Engine {
                         std::vector<Histogram>* out) const;
   // The run's model graph (a JSON object). NotFound if the run is unknown or has none.
   Result<std::string> ReadGraph(const std::string& project, const std::string& run) const;
+  // A run's images (texts) within `options`, by (name, step, index). NotFound if the run is
+  // unknown (a tag it lacks reads as none); Corruption if a stored entry fails to decode.
+  Status ReadImages(const std::string& project, const std::string& run,
+                    const MediaReadOptions& options, std::vector<ImageEntry>* out) const;
+  Status ReadTexts(const std::string& project, const std::string& run,
+                   const MediaReadOptions& options, std::vector<TextEntry>* out) const;
+  // The encoded bytes of the stored image whose SHA-256 is `sha256` (32 raw bytes). NotFound if
+  // no image has it.
+  Result<std::string> ReadBlob(std::string_view sha256) const;
+  Result<bool> HasBlob(std::string_view sha256) const { return store_->HasBlob(sha256); }
+  // How many distinct image blobs are stored, and their bytes.
+  BlobChange BlobTotals() const;
 
   // --- deletion (retention.cc drives these) ---
-  // Deletes a run: its metadata, graph, histograms, series and chunks, then checkpoints so that log
-  // replay cannot bring it back. NotFound if there is no such run.
+  // Deletes a run: its metadata, graph, histograms, images (and the blobs no other image refers
+  // to), texts, series and chunks, then checkpoints so that log replay cannot bring it back.
+  // NotFound if there is no such run.
   Status DeleteRun(const std::string& project, const std::string& run);
   // Deletes the sealed, persisted chunks of a project's series whose newest point is older than
   // `cutoff` (unix seconds). Returns the number of points deleted.
   Result<uint64_t> DeleteChunksOlderThan(const std::string& project, double cutoff);
   // Deletes a project's histograms whose time is older than `cutoff`. Returns how many.
   Result<uint64_t> DeleteHistogramsOlderThan(const std::string& project, double cutoff);
+  // Likewise for images (releasing blobs no other image refers to) and texts.
+  Result<uint64_t> DeleteImagesOlderThan(const std::string& project, double cutoff);
+  Result<uint64_t> DeleteTextsOlderThan(const std::string& project, double cutoff);
 
   uint64_t DiskBytes() const;
   uint64_t LogDiskBytes() const { return log_->DiskBytes(); }
@@ -205,6 +222,9 @@ class Engine {
   // --- open (engine.cc) ---
   Status LoadStore();
   Status LoadHistograms();  // engine_histograms.cc
+  Status LoadMedia();       // engine_media.cc
+  // Creates a minimal run for data loaded before its run record. Caller holds runs_mu_ (or is Open).
+  void EnsureLoadedRun(const RunKey& key);
   Status Replay();
 
   // --- write path (engine_apply.cc) ---
@@ -216,6 +236,9 @@ class Engine {
   void ApplyHeartbeat(Run& run, const v1::Heartbeat& heartbeat);
   // Stores the batch's histograms, replacing any at the same (name, step) (engine_histograms.cc).
   void ApplyHistograms(const v1::RunBatch& batch);
+  // Stores the batch's images and texts, replacing any at the same place (engine_media.cc).
+  void ApplyImages(const v1::RunBatch& batch);
+  void ApplyTexts(const v1::RunBatch& batch);
   ApplyOutcome ApplyPoint(Series& series, const Point& p);
   // First write wins: a step the clock already has keeps its time.
   void ApplyClockPoint(Series& clock, const Point& p);
@@ -240,6 +263,17 @@ class Engine {
   std::optional<Point> FindVisibleInChunks(const Series& series, int64_t step) const;
   Status CollectVisible(const Series& series, int64_t from, int64_t to,
                         std::vector<Point>* out) const;
+
+  // --- images and texts (engine_media.cc) ---
+  using TagIndex = std::map<RunKey, std::map<std::string, TagSummary>>;
+  // The tags of `run` in `index`, by name; only `name` when it is not empty. Caller holds media_mu_.
+  std::vector<std::string> MediaTags(const TagIndex& index, const RunKey& run, const std::string& name) const;
+  Status CheckRunExists(const std::string& project, const std::string& run) const;
+  // Appends the run's image and text tags to a metric listing.
+  void ListMedia(const RunKey& run, std::vector<MetricInfo>* out) const;
+  // Deletes a run's images (releasing their blobs) and forgets its texts (DeleteRun).
+  Status DeleteRunMedia(const RunKey& run);
+  Result<uint64_t> DeleteMediaOlderThan(bool images, const std::string& project, double cutoff);
 
   const EngineOptions options_;
   std::unique_ptr<Log> log_;
@@ -271,6 +305,14 @@ class Engine {
   // mutex also serialises the read-modify-write of those records (applier versus retention).
   mutable std::mutex histograms_mu_;
   std::map<RunKey, std::map<std::string, HistogramSeriesInfo>> histograms_;  // GUARDED_BY(histograms_mu_)
+
+  // The image and text indexes: run -> tag -> summary, mirroring the store's "I" and "T" records,
+  // and the blob totals. The mutex also serialises the store's image writes, which read the
+  // reference counts they rewrite (applier versus retention and deletion).
+  mutable std::mutex media_mu_;
+  TagIndex images_;          // GUARDED_BY(media_mu_)
+  TagIndex texts_;           // GUARDED_BY(media_mu_)
+  BlobChange blob_totals_;   // GUARDED_BY(media_mu_)
 
   mutable std::mutex writers_mu_;
   std::unordered_map<std::string, uint64_t> writers_;  // GUARDED_BY(writers_mu_)

@@ -98,11 +98,15 @@ void Engine::ApplyRunBatch(uint64_t lsn, const v1::RunBatch& batch, WriteOutcome
   if (batch.times_size() > 0) first_time = batch.times(0);
   else if (batch.has_heartbeat()) first_time = batch.heartbeat().received_time();
   else if (batch.histograms_size() > 0) first_time = batch.histograms(0).time();
+  else if (batch.images_size() > 0) first_time = batch.images(0).time();
+  else if (batch.texts_size() > 0) first_time = batch.texts(0).time();
   else first_time = clock_.NowUnixSeconds();
   Run& run = GetOrCreateRun(batch.project(), batch.run(), first_time);
   if (batch.has_metadata()) ApplyMetadata(run, batch.metadata());
   if (batch.has_heartbeat()) ApplyHeartbeat(run, batch.heartbeat());
   if (batch.histograms_size() > 0) ApplyHistograms(batch);
+  if (batch.images_size() > 0) ApplyImages(batch);
+  if (batch.texts_size() > 0) ApplyTexts(batch);
   const int rows = batch.steps_size();
   const bool has_times = batch.times_size() == rows;
   // Sampled rows (machine samples, numbered by sample) stay out of the step clock. Their series

@@ -46,6 +46,7 @@ Status Engine::DeleteRun(const std::string& project, const std::string& run) {
       s->has_latest = false;
       s->PublishLatest();
     }
+    TW_RETURN_IF_ERROR(DeleteRunMedia(RunKey{project, run}));
     {
       std::lock_guard histograms_lock(histograms_mu_);
       histograms_.erase(RunKey{project, run});

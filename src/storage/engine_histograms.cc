@@ -9,13 +9,7 @@ namespace trainwatch::storage {
 Status Engine::LoadHistograms() {
   std::lock_guard lock(histograms_mu_);
   return store_->ForEachHistogramSeries([&](SeriesKey key, HistogramSeriesInfo info) {
-    auto& run = runs_[key.run_key()];
-    if (!run) {  // histograms persisted before their run record: rebuild a minimal one
-      run = std::make_unique<Run>();
-      run->info.project = key.project;
-      run->info.id = key.run;
-      run->info.name = key.run;
-    }
+    EnsureLoadedRun(key.run_key());
     histograms_[key.run_key()][key.metric] = info;
     return Status::Ok();
   });

@@ -224,7 +224,8 @@ std::vector<MetricInfo> Engine::ListMetrics(const std::string& project, const st
       }
     }
   }
-  // By name; a scalar before a histogram of the same name.
+  ListMedia(RunKey{project, run}, &out);
+  // By name; a scalar before a histogram, an image and a text of the same name.
   std::stable_sort(out.begin(), out.end(),
                    [](const MetricInfo& a, const MetricInfo& b) { return a.name < b.name; });
   return out;

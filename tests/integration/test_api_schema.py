@@ -3,17 +3,20 @@ are generated from: a field added, renamed or retyped on either side fails here,
 
 Every object in the schema is closed (unevaluatedProperties: false), so an undocumented field is an
 error too. The data written covers the shapes' variants: NaN values, a resolved and a firing alert,
-a silence, raw and downsampled series, a run without the metric, histograms beside scalars.
+a silence, raw and downsampled series, a run without the metric, histograms beside scalars, images and
+texts.
 """
 import json
 import os
 import time
 
 import jsonschema
+import numpy as np
 import pytest
 import websocket
 
 import ingest_pb
+import png_decode
 from conftest import REPO
 
 SCHEMA_PATH = os.path.join(REPO, "schema", "api.schema.json")
@@ -115,6 +118,29 @@ def test_histograms_and_graph(schema, populated):
           get(populated, "/api/v1/histograms", {"project": "schema", "run": "h1", "metric": "weights/fc1"}))
     check(schema, "GraphNode", get(populated, "/api/v1/graph", {"project": "schema", "run": "h1"}))
     check(schema, "RunDetail", get(populated, "/api/v1/run", {"project": "schema", "run": "h1"}))
+
+
+def test_images_and_texts(schema, populated):
+    pb = ingest_pb.load()
+    png = png_decode.encode_plain(np.zeros((2, 3, 4), np.uint8))
+    req = pb.WriteRequest()
+    batch = req.runs.add(project="schema", run="m1")
+    for step in (0, 5):
+        batch.images.add(name="samples", step=step, index=1, data=png, caption="c" if step else "")
+        batch.texts.add(name="notes", step=step, value="**step** %d" % step)
+    r = ingest_pb.post(populated, req)
+    assert r.status == 200, r
+    images = get(populated, "/api/v1/images", {"project": "schema", "run": "m1"})
+    assert len(images) == 2
+    check(schema, "ImageList", images)
+    texts = get(populated, "/api/v1/texts", {"project": "schema", "run": "m1"})
+    assert len(texts) == 2
+    check(schema, "TextList", texts)
+    metrics = get(populated, "/api/v1/metrics", {"project": "schema", "run": "m1"})
+    assert {m["kind"] for m in metrics} == {"image", "text"}
+    check(schema, "MetricList", metrics)
+    check(schema, "RunDetail", get(populated, "/api/v1/run", {"project": "schema", "run": "m1"}))
+    check(schema, "ErrorResponse", get(populated, "/api/v1/blobs/xyz", expect=400))
 
 
 def test_errors_and_info(schema, populated):

@@ -42,6 +42,7 @@ void BatchBuilder::Add(const Record& record) {
 }
 
 void BatchBuilder::AddRunBatch(v1::RunBatch batch, bool after_rows) {
+  run_batch_bytes_ += batch.ByteSizeLong();
   (after_rows ? after_ : before_).push_back(std::move(batch));
 }
 
@@ -66,6 +67,7 @@ void BatchBuilder::TakeInto(v1::WriteRequest* request) {
   before_.clear();
   after_.clear();
   points_ = 0;
+  run_batch_bytes_ = 0;
 }
 
 }  // namespace trainwatch::sdk

@@ -20,6 +20,8 @@ class BatchBuilder {
   void AddRunBatch(v1::RunBatch batch, bool after_rows);
 
   size_t points() const { return points_; }
+  // Serialized size of the run batches added with AddRunBatch (images, histograms, metadata).
+  size_t run_batch_bytes() const { return run_batch_bytes_; }
   bool empty() const { return runs_.empty() && before_.empty() && after_.empty(); }
 
   // Moves everything into `request` (writer id and sequence left to the caller) and resets.
@@ -46,6 +48,7 @@ class BatchBuilder {
   std::vector<v1::RunBatch> before_;
   std::vector<v1::RunBatch> after_;
   size_t points_ = 0;
+  size_t run_batch_bytes_ = 0;
 };
 
 }  // namespace trainwatch::sdk

@@ -37,7 +37,11 @@ void ClientCore::BatcherLoop() {
     }
     // After the points drained above, so that a finish goes out with (or after) the last of them.
     bool has_control = !control.empty();
-    for (auto& [batch, after_rows] : control) builder_.AddRunBatch(std::move(batch), after_rows);
+    for (auto& [batch, after_rows] : control) {
+      if (builder_.empty()) pending_since_ = MonotonicNow();
+      builder_.AddRunBatch(std::move(batch), after_rows);
+      if (builder_.run_batch_bytes() >= options_.batch_max_bytes) Cut();
+    }
     const double now = MonotonicNow();
     if (!builder_.empty() &&
         (flushing || stopping || has_control || now - pending_since_ >= options_.batch_max_delay_seconds)) {

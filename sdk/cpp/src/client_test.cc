@@ -13,6 +13,7 @@
 #include "server/server.h"
 #include "spool_sync.h"
 #include "storage/engine.h"
+#include "storage/image_test_util.h"
 
 namespace trainwatch {
 namespace {
@@ -36,6 +37,7 @@ class ClientTest : public ::testing::Test {
     config.listen = {"127.0.0.1", http_port_};
     config.grpc_listen = {"127.0.0.1", grpc_port_};
     config.log_level = LogLevel::kError;
+    if (max_body_bytes_ > 0) config.limits.max_body_bytes = max_body_bytes_;
     auto server = server::Server::Start(config);
     ASSERT_TRUE(server.ok()) << server.status().ToString();
     server_ = std::move(server).value();
@@ -99,6 +101,7 @@ class ClientTest : public ::testing::Test {
   test::TempDir dir_;
   uint16_t http_port_ = 0;
   uint16_t grpc_port_ = 0;
+  uint64_t max_body_bytes_ = 0;  // 0: the server's default
   std::unique_ptr<server::Server> server_;
   std::mutex warnings_mu_;
   std::vector<std::string> warnings_;
@@ -126,6 +129,32 @@ TEST_F(ClientTest, DeliversOverGrpcWithMetadataAndFinish) {
   EXPECT_EQ(stats.points_logged, 20000u);
   EXPECT_EQ(stats.points_acked, 20000u);
   EXPECT_EQ(stats.points_dropped, 0u);
+  EXPECT_TRUE(Warnings().empty());
+}
+
+// Images logged in one burst must not make a request over the server's body limit (which it would
+// refuse whole, and the client would resend forever): batch_max_bytes cuts them into several.
+TEST_F(ClientTest, ABurstOfImagesIsSplitBelowTheServersRequestLimit) {
+  max_body_bytes_ = 1 << 20;
+  StartServer();
+  ClientOptions o = Options();
+  o.batch_max_bytes = 256 << 10;
+  Client client(o);
+  auto run = client.StartRun(Quiet("images"));
+  constexpr int kImages = 12;  // ~2.4 MB in all: more than twice the server's limit
+  for (int i = 0; i < kImages; ++i) {
+    std::string png = storage::test_images::Png(64, 64, 8, 2, static_cast<uint8_t>(i));
+    png.append(200 << 10, static_cast<char>(i));  // past IEND: the server reads the header only
+    run->LogImage(i, "samples", std::move(png), "burst");
+  }
+  run->Log(kImages, {{"loss", 1.0}});
+  ASSERT_TRUE(client.Flush(20));
+  std::vector<storage::ImageEntry> images;
+  ASSERT_TRUE(server_->engine().ReadImages("p", "images", {}, &images).ok());
+  ASSERT_EQ(images.size(), size_t(kImages));
+  for (int i = 0; i < kImages; ++i) EXPECT_EQ(images[i].step, i);
+  EXPECT_EQ(Read("images", "loss").size(), 1u);
+  EXPECT_EQ(client.Stats().reconnects, 0u);
   EXPECT_TRUE(Warnings().empty());
 }
 

@@ -221,6 +221,7 @@ void BindOptions(py::module_& m) {
       .def_readwrite("buffer_records", &ClientOptions::buffer_records)
       .def_readwrite("overflow", &ClientOptions::overflow)
       .def_readwrite("batch_max_points", &ClientOptions::batch_max_points)
+      .def_readwrite("batch_max_bytes", &ClientOptions::batch_max_bytes)
       .def_readwrite("batch_max_delay_seconds", &ClientOptions::batch_max_delay_seconds)
       .def_readwrite("heartbeat_interval_seconds", &ClientOptions::heartbeat_interval_seconds)
       .def_readwrite("backoff_initial_seconds", &ClientOptions::backoff_initial_seconds)
@@ -285,6 +286,18 @@ void BindRun(py::module_& m) {
             run.LogHistogram(step, name, HistogramBuckets{ToVector(edges), ToVector(counts)});
           },
           py::arg("step"), py::arg("name"), py::arg("edges"), py::arg("counts"))
+      // The bytes are copied into the batch before this returns (the Python object may change).
+      .def(
+          "log_image",
+          [](Run& run, int64_t step, std::string_view name, const py::bytes& data, std::string_view caption,
+             uint32_t index) { run.LogImage(step, name, std::string(data), caption, index); },
+          py::arg("step"), py::arg("name"), py::arg("data"), py::arg("caption"), py::arg("index"))
+      .def(
+          "log_text",
+          [](Run& run, int64_t step, std::string_view name, std::string_view text) {
+            run.LogText(step, name, text);
+          },
+          py::arg("step"), py::arg("name"), py::arg("text"))
       .def("set_config", &Run::SetConfig, py::arg("config_json"))
       .def("set_tags", &Run::SetTags, py::arg("tags"), py::arg("replace") = false)
       .def("set_graph", &Run::SetGraph, py::arg("graph_json"))

@@ -19,8 +19,8 @@ TRAINWATCH_API_KEY, TRAINWATCH_MODE=offline, TRAINWATCH_SPOOL_DIR); see sdk/pyth
 from . import _jsonable, _session, _settings, _trainwatch
 from ._run import Config, Run, TrainwatchWarning
 
-__all__ = ["init", "log", "log_histogram", "finish", "watch", "Run", "Config",
-           "TrainwatchWarning", "run"]
+__all__ = ["init", "log", "log_histogram", "log_image", "log_text", "finish", "watch", "Run",
+           "Config", "TrainwatchWarning", "run"]
 __version__ = "0.1.0"
 
 
@@ -71,6 +71,20 @@ def log_histogram(name, values, step=None, bins=64):
     current = _session.current_run()
     if current is not None:
         current.log_histogram(name, values, step=step, bins=bins)
+
+
+def log_image(name, image, step=None, caption=None, dataformats=None):
+    """`trainwatch.run.log_image(...)` for the current run (see Run.log_image)."""
+    current = _session.current_run()
+    if current is not None:
+        current.log_image(name, image, step=step, caption=caption, dataformats=dataformats)
+
+
+def log_text(name, text, step=None):
+    """`trainwatch.run.log_text(...)` for the current run (see Run.log_text)."""
+    current = _session.current_run()
+    if current is not None:
+        current.log_text(name, text, step=step)
 
 
 def finish(status="finished"):

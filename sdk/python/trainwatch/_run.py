@@ -206,6 +206,59 @@ class Run:
         except Exception as e:  # never into the training loop
             _warn("trainwatch: histogram %r skipped: %s" % (name, e))
 
+    def log_image(self, name, image, step=None, caption=None, dataformats=None):
+        """Logs an image (or several) of tag `name` at `step` (default: the current step, see `step`).
+
+        `image`: encoded bytes (PNG, JPEG, GIF or WebP, sent as they are); a numpy array, torch
+        tensor or PIL image, encoded here as PNG; or a list of these, logged as indices 0..n-1 of
+        the tag and step. Arrays are channels-last unless `dataformats` says otherwise: H x W,
+        H x W x C (C = 1, 3 or 4), N x H x W x C for N images; "CHW" and "NCHW" for channels-first
+        tensors. uint8 values are used as they are, floats in [0, 1] are scaled by 255 (details in
+        sdk/python/README.md). `caption`: a str, or one per image of a list.
+        A bad image is skipped with a warning; the others are logged."""
+        from . import _image
+        if step is None:
+            step = max(self._step, 0)
+        try:
+            step = operator.index(step)
+            name = str(name)
+            if step < 0:
+                raise ValueError("step must not be negative, got %d" % step)
+            items = list(image) if isinstance(image, (list, tuple)) else [image]
+            captions = list(caption) if isinstance(caption, (list, tuple)) else None
+        except Exception as e:  # never into the training loop
+            _warn("trainwatch: image %r skipped: %s" % (name, e))
+            return
+        index = 0  # of the next image: a batch array holds several
+        for item in items:
+            try:
+                encoded = _image.encode(item, dataformats)
+            except Exception as e:
+                _warn("trainwatch: image %r at step %d (index %d) skipped: %s" % (name, step, index, e))
+                index += 1
+                continue
+            for data in encoded:
+                text = caption if captions is None else (captions[index] if index < len(captions) else None)
+                try:
+                    self._native.log_image(step, name, data, "" if text is None else str(text), index)
+                except Exception as e:
+                    _warn("trainwatch: image %r at step %d (index %d) skipped: %s"
+                          % (name, step, index, e))
+                index += 1
+
+    def log_text(self, name, text, step=None):
+        """Logs `text` (a str, Markdown as TensorBoard's text plugin shows it) of tag `name` at `step`
+        (default: the current step). Logging the same tag and step again replaces it."""
+        if step is None:
+            step = max(self._step, 0)
+        try:
+            step = operator.index(step)
+            if step < 0:
+                raise ValueError("step must not be negative, got %d" % step)
+            self._native.log_text(step, str(name), str(text))
+        except Exception as e:  # never into the training loop
+            _warn("trainwatch: text %r skipped: %s" % (name, e))
+
     def set_config(self, config):
         """Merges `config` (a dict, argparse.Namespace or dataclass) into the run's config.
         Values that are not JSON become numbers, lists or their str()."""

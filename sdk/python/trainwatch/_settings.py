@@ -21,7 +21,7 @@ OVERFLOW = {"drop_oldest": _trainwatch.OverflowPolicy.DROP_OLDEST,
 
 # Extra keyword arguments of init() that set a field of ClientOptions / RunOptions (client.h).
 CLIENT_FIELDS = ("grpc_target", "transport", "spool_max_bytes", "memory_max_bytes",
-                 "buffer_records", "overflow", "batch_max_points", "batch_max_delay_seconds",
+                 "buffer_records", "overflow", "batch_max_points", "batch_max_bytes", "batch_max_delay_seconds",
                  "heartbeat_interval_seconds", "backoff_initial_seconds", "backoff_max_seconds",
                  "ack_timeout_seconds", "flush_timeout_seconds")
 RUN_FIELDS = ("nvml_library",)

@@ -84,6 +84,10 @@ struct ClientOptions {
   // A batch is cut once it holds this many points or its oldest point waited this long.
   size_t batch_max_points = 20000;
   double batch_max_delay_seconds = 0.2;
+  // ... or once its images, histograms and other per-run messages hold this many bytes, so that a
+  // burst of images never makes a request the server refuses as too large (its --max-body-bytes,
+  // 64 MiB by default; one image is at most --max-image-bytes, 16 MiB, and always goes alone).
+  size_t batch_max_bytes = 8u << 20;
   double heartbeat_interval_seconds = 10;  // 0 disables heartbeats
   double backoff_initial_seconds = 0.1;
   double backoff_max_seconds = 5;
