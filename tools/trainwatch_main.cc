@@ -12,10 +12,13 @@
 #include <vector>
 
 #include "detect_command.h"
+#include "export_command.h"
+#include "import_command.h"
 #include "server/config.h"
 #include "server/server.h"
 #include "server/version.h"
 #include "spool_sync.h"
+#include "watch_command.h"
 
 namespace {
 
@@ -25,6 +28,9 @@ constexpr const char* kUsage =
     "  serve     run the server (trainwatch serve --help)\n"
     "  sync      upload spooled batches (offline runs, runs that outlived the server) (sync --help)\n"
     "  detect    run the anomaly detectors over JSON-lines files (detect --help)\n"
+    "  import    import TensorBoard event files (import --help)\n"
+    "  watch     tail TensorBoard event files into the server as they are written (watch --help)\n"
+    "  export    write a run as a TensorBoard event file (export --help)\n"
     "  version   print the version\n";
 
 int Serve(const std::vector<std::string>& args) {
@@ -136,6 +142,9 @@ int main(int argc, char** argv) {
   if (command == "serve") return Serve(args);
   if (command == "sync") return Sync(args);
   if (command == "detect") return trainwatch::tools::DetectCommand(args);
+  if (command == "import") return trainwatch::tools::ImportCommand(args);
+  if (command == "watch") return trainwatch::tools::WatchCommand(args);
+  if (command == "export") return trainwatch::tools::ExportCommand(args);
   if (command == "version" || command == "--version") {
     std::printf("trainwatch %s\n", trainwatch::server::kVersion);
     return 0;

@@ -1,0 +1,81 @@
+#include "import_export_http.h"
+
+#include <curl/curl.h>
+
+#include <cctype>
+#include <mutex>
+
+namespace trainwatch::tools {
+namespace {
+
+size_t AppendBody(char* data, size_t size, size_t n, void* out) {
+  static_cast<std::string*>(out)->append(data, size * n);
+  return size * n;
+}
+
+}  // namespace
+
+HttpClient::HttpClient(std::string server, std::string api_key) : server_(std::move(server)) {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+  while (!server_.empty() && server_.back() == '/') server_.pop_back();
+  if (!api_key.empty()) auth_header_ = "Authorization: Bearer " + api_key;
+  curl_ = curl_easy_init();
+}
+
+HttpClient::~HttpClient() { curl_easy_cleanup(static_cast<CURL*>(curl_)); }
+
+Result<HttpReply> HttpClient::Get(std::string_view path, double timeout_seconds) {
+  return Perform(path, nullptr, timeout_seconds);
+}
+
+Result<HttpReply> HttpClient::Post(std::string_view path, std::string_view body,
+                                   double timeout_seconds) {
+  const std::string copy(body);
+  return Perform(path, &copy, timeout_seconds);
+}
+
+Result<HttpReply> HttpClient::Perform(std::string_view path, const std::string* body,
+                                      double timeout_seconds) {
+  CURL* curl = static_cast<CURL*>(curl_);
+  if (!curl) return Status::Internal("curl_easy_init failed");
+  const std::string url = server_ + std::string(path);
+  HttpReply reply;
+  curl_easy_reset(curl);
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout_seconds * 1000));
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, AppendBody);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &reply.body);
+  curl_slist* headers = nullptr;
+  if (!auth_header_.empty()) headers = curl_slist_append(headers, auth_header_.c_str());
+  if (body) {
+    headers = curl_slist_append(headers, "Content-Type: application/json");
+    curl_easy_setopt(curl, CURLOPT_POST, 1L);
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body->data());
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body->size()));
+  }
+  if (headers) curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  const CURLcode rc = curl_easy_perform(curl);
+  curl_slist_free_all(headers);
+  if (rc != CURLE_OK) return Status::Unavailable(url + ": " + curl_easy_strerror(rc));
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &reply.status);
+  return reply;
+}
+
+std::string UrlEncode(std::string_view s) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+}  // namespace trainwatch::tools

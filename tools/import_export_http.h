@@ -1,0 +1,44 @@
+// The few HTTP calls `import`, `watch` and `export` make beside the SDK's own transport: run
+// metadata updates and the read API. libcurl; one connection kept alive.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+
+namespace trainwatch::tools {
+
+struct HttpReply {
+  long status = 0;
+  std::string body;
+};
+
+// Not thread-safe.
+class HttpClient {
+ public:
+  // `server`: "http://host:port" (a trailing slash is fine); `api_key` may be empty.
+  HttpClient(std::string server, std::string api_key);
+  ~HttpClient();
+  HttpClient(const HttpClient&) = delete;
+  HttpClient& operator=(const HttpClient&) = delete;
+
+  // `path` begins with '/' and holds the query string. Unavailable when no reply came (naming
+  // the URL and curl's reason); any HTTP status is a reply.
+  Result<HttpReply> Get(std::string_view path, double timeout_seconds = 120);
+  Result<HttpReply> Post(std::string_view path, std::string_view body, double timeout_seconds = 60);
+
+  const std::string& server() const { return server_; }
+
+ private:
+  Result<HttpReply> Perform(std::string_view path, const std::string* body, double timeout_seconds);
+
+  std::string server_;
+  std::string auth_header_;
+  void* curl_;  // CURL*, kept out of this header
+};
+
+// Percent-encodes a query parameter value.
+std::string UrlEncode(std::string_view s);
+
+}  // namespace trainwatch::tools

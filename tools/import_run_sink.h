@@ -1,0 +1,106 @@
+// The events of one TensorBoard run, turned into SDK calls on one trainwatch run: the part that
+// `trainwatch import` and `trainwatch watch` share (what maps to what: docs/tensorboard.md).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "tfevents/event.h"
+#include "tfevents/event_file_reader.h"
+#include "tfevents/record_reader.h"
+#include "tfevents/summary.h"
+#include "trainwatch/client.h"
+
+namespace trainwatch::tools {
+
+struct ImportCounts {
+  uint64_t files = 0;
+  uint64_t bytes = 0;    // bytes of records consumed (complete and corrupt)
+  uint64_t records = 0;  // complete records
+  uint64_t points = 0;   // scalar values sent
+  uint64_t histograms = 0;
+  uint64_t images = 0;
+  uint64_t texts = 0;
+  uint64_t graphs = 0;
+  uint64_t session_starts = 0;  // SessionLog START events (restarts)
+  uint64_t corrupt = 0;         // corrupt stretches skipped
+  uint64_t corrupt_bytes = 0;
+  uint64_t bad_events = 0;    // records whose CRCs matched but whose Event did not decode
+  uint64_t value_errors = 0;  // summary values that were malformed (the event's others were kept)
+  std::map<std::string, uint64_t> skipped;  // values not imported, by what they were
+
+  void Add(const ImportCounts& o);
+};
+
+// Feeds one run's records, in file order, to a trainwatch::Run:
+//  - the scalars of consecutive events with the same step go out as one Log call, at the wall
+//    time of the first of those events (one record per step: what detectors and rules see);
+//  - histograms, images, text and the graph as their own SDK calls, each with its event's time;
+//  - a SessionLog START flushes what is pending and is counted; the restarted run then writes
+//    steps it wrote before, and the server's resume rule starts a new timeline at the first
+//    rewritten step that differs (docs/tensorboard.md#restarts).
+// Problems (corrupt records, malformed values) go to `report` as "file:offset: what" lines.
+// Not thread-safe.
+class RunSink {
+ public:
+  using Reporter = std::function<void(const std::string&)>;
+  RunSink(Run* run, Reporter report)
+      : run_(*run), report_(std::move(report)), decoder_(&plugins_) {}
+
+  void OnRecord(std::string_view file, uint64_t offset, std::string_view record);
+  void OnCorrupt(std::string_view file, const tfevents::RecordResult& r);
+  // Sends the pending step's scalars. Call at the end of every file and before waiting for acks.
+  void FlushPending();
+  // Copies the pending step's tags out of the records: call before the records' buffer changes.
+  void DetachPending();
+
+  ImportCounts& counts() { return counts_; }
+  tfevents::TagPlugins& plugins() { return plugins_; }
+  // Wall times of the first and last event seen (0 before any).
+  double first_wall_time() const { return first_wall_time_; }
+  double last_wall_time() const { return last_wall_time_; }
+
+ private:
+  void HandleSummary(std::string_view file, uint64_t offset, const tfevents::EventView& ev);
+  void HandleGraph(std::string_view file, uint64_t offset, std::string_view graph_def,
+                   bool from_meta_graph);
+  void AddScalar(int64_t step, double wall_time, std::string_view tag, double value);
+  bool PendingHas(std::string_view tag, uint64_t hash) const;
+
+  Run& run_;
+  Reporter report_;
+  tfevents::TagPlugins plugins_;
+  tfevents::SummaryDecoder decoder_;
+  tfevents::DecodedSummary decoded_;
+  ImportCounts counts_;
+  double first_wall_time_ = 0;
+  double last_wall_time_ = 0;
+  bool have_graph_def_ = false;
+
+  // The step being gathered. Tags are views into the records they came from, valid until the
+  // reader's buffer changes: DetachPending copies them first.
+  struct PendingScalar {
+    std::string_view tag;
+    double value;
+    uint64_t hash;
+  };
+  int64_t pending_step_ = 0;
+  double pending_time_ = 0;
+  std::vector<PendingScalar> pending_;
+  std::deque<std::string> detached_;  // owns detached tags; a deque keeps them in place as it grows
+  std::vector<Metric> metrics_;
+};
+
+// Feeds `sink` every record `reader` can read now, then flushes the pending step. `display` names
+// the file in reports. Returns the bytes of an incomplete record left at the end (0 when the file
+// ends at a record boundary): a writer is still writing it.
+Result<uint64_t> DrainFile(tfevents::EventFileReader& reader, std::string_view display,
+                           RunSink& sink);
+
+}  // namespace trainwatch::tools
