@@ -154,12 +154,17 @@ int ImportCommand(const std::vector<std::string>& args) {
   };
   const auto t0 = std::chrono::steady_clock::now();
   Client client(ReplayClientOptions(flags, on_warning));
+  HttpClient http(flags.server, flags.api_key);
   std::vector<RunReport> reports;
   ImportCounts total;
   for (const LogdirRun& run : *runs) {
     std::unique_ptr<Run> handle =
         client.StartRun(ReplayRunOptions(flags, run.id, /*resume=*/false));
-    RunSink sink(handle.get(), [&](const std::string& line) { messages.Add(line); });
+    RunSink sink(
+        handle.get(), [&](const std::string& line) { messages.Add(line); },
+        [&](int64_t step) {
+          return RewindRunAfterFlush(client, http, flags.project, run.id, step, timeout);
+        });
     RunReport report;
     report.id = run.id;
     for (const std::string& name : run.files) {
@@ -191,7 +196,6 @@ int ImportCommand(const std::vector<std::string>& args) {
   const auto t_read = std::chrono::steady_clock::now();
   const bool delivered = client.Flush(timeout);
   const ClientStats stats = client.Stats();
-  HttpClient http(flags.server, flags.api_key);
   std::vector<std::string> update_errors;
   if (delivered) {
     for (const RunReport& r : reports) {
@@ -203,7 +207,7 @@ int ImportCommand(const std::vector<std::string>& args) {
   const double read_seconds = std::chrono::duration<double>(t_read - t0).count();
   const bool complete = delivered && stats.points_dropped == 0 && rejected_warnings == 0 &&
                         dropped_warnings == 0 && stats.points_acked == stats.points_logged &&
-                        update_errors.empty();
+                        update_errors.empty() && total.rewinds_failed == 0;
   client.Close();
   messages.PrintOmitted();
   for (const std::string& e : update_errors)
@@ -223,6 +227,7 @@ int ImportCommand(const std::vector<std::string>& args) {
                             {"texts", c.texts},
                             {"graphs", c.graphs},
                             {"session_starts", c.session_starts},
+                            {"rewinds_failed", c.rewinds_failed},
                             {"corrupt", c.corrupt},
                             {"corrupt_bytes", c.corrupt_bytes},
                             {"bad_events", c.bad_events},

@@ -78,4 +78,19 @@ std::string UrlEncode(std::string_view s) {
   return out;
 }
 
+Status RewindRunAfterFlush(Client& client, HttpClient& http, const std::string& project,
+                           const std::string& run, int64_t step, double flush_timeout) {
+  if (!client.Flush(flush_timeout)) {
+    return Status::Unavailable("the points before it were not acknowledged within " +
+                               std::to_string(static_cast<int64_t>(flush_timeout)) + " s");
+  }
+  const std::string body = "{\"step\":" + std::to_string(step) + "}";
+  Result<HttpReply> reply = http.Post(
+      "/api/v1/runs/rewind?project=" + UrlEncode(project) + "&run=" + UrlEncode(run), body);
+  if (!reply.ok()) return reply.status();
+  if (reply->status == 200 || reply->status == 404) return Status::Ok();
+  return Status::Unavailable("POST /api/v1/runs/rewind answered HTTP " +
+                             std::to_string(reply->status) + ": " + reply->body);
+}
+
 }  // namespace trainwatch::tools

@@ -1,11 +1,13 @@
 // The few HTTP calls `import`, `watch` and `export` make beside the SDK's own transport: run
-// metadata updates and the read API. libcurl; one connection kept alive.
+// metadata updates, run rewinds and the read API. libcurl; one connection kept alive.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
 #include "common/status.h"
+#include "trainwatch/client.h"
 
 namespace trainwatch::tools {
 
@@ -40,5 +42,14 @@ class HttpClient {
 
 // Percent-encodes a query parameter value.
 std::string UrlEncode(std::string_view s);
+
+// A SessionLog START at `step` (TensorBoard's purge): waits until `client` has everything logged
+// so far acknowledged (at most `flush_timeout` seconds), then has every series of the run start a
+// new timeline at `step` (POST /api/v1/runs/rewind) and waits for the server's answer, so the
+// rewind falls between the points sent before and after. A run the server does not know has
+// nothing to rewind: Ok. Unavailable when the data was not acknowledged in time or no answer came;
+// the server's reason for any other answer.
+Status RewindRunAfterFlush(Client& client, HttpClient& http, const std::string& project,
+                           const std::string& run, int64_t step, double flush_timeout);
 
 }  // namespace trainwatch::tools

@@ -27,6 +27,7 @@ void ImportCounts::Add(const ImportCounts& o) {
   texts += o.texts;
   graphs += o.graphs;
   session_starts += o.session_starts;
+  rewinds_failed += o.rewinds_failed;
   corrupt += o.corrupt;
   corrupt_bytes += o.corrupt_bytes;
   bad_events += o.bad_events;
@@ -73,10 +74,8 @@ void RunSink::OnRecord(std::string_view file, uint64_t offset, std::string_view 
       return;
     }
     case tfevents::EventKind::kSessionLog:
-      if (ev.session_status == tfevents::SessionStatus::kStart) {
-        FlushPending();
-        ++counts_.session_starts;
-      }
+      if (ev.session_status == tfevents::SessionStatus::kStart)
+        HandleSessionStart(file, offset, ev.step);
       return;
     case tfevents::EventKind::kFileVersion:
       if (!ev.payload.starts_with("brain.Event:"))
@@ -128,6 +127,18 @@ void RunSink::HandleSummary(std::string_view file, uint64_t offset, const tfeven
   for (const tfevents::TextValue& t : decoded_.texts) {
     run_.LogText(ev.step, t.tag, t.text, ev.wall_time);
     ++counts_.texts;
+  }
+}
+
+void RunSink::HandleSessionStart(std::string_view file, uint64_t offset, int64_t step) {
+  FlushPending();
+  ++counts_.session_starts;
+  step = std::max<int64_t>(step, 0);  // steps are >= 0 here: "before step 0" hides everything
+  if (Status s = rewind_(step); !s.ok()) {
+    ++counts_.rewinds_failed;
+    report_(Where(file, offset) + ": SessionLog START at step " + std::to_string(step) +
+            ": the run's points at steps >= " + std::to_string(step) +
+            " were not hidden: " + s.message());
   }
 }
 

@@ -29,6 +29,7 @@ struct ImportCounts {
   uint64_t texts = 0;
   uint64_t graphs = 0;
   uint64_t session_starts = 0;  // SessionLog START events (restarts)
+  uint64_t rewinds_failed = 0;  // of those, the ones whose rewind the server did not confirm
   uint64_t corrupt = 0;         // corrupt stretches skipped
   uint64_t corrupt_bytes = 0;
   uint64_t bad_events = 0;    // records whose CRCs matched but whose Event did not decode
@@ -42,16 +43,19 @@ struct ImportCounts {
 //  - the scalars of consecutive events with the same step go out as one Log call, at the wall
 //    time of the first of those events (one record per step: what detectors and rules see);
 //  - histograms, images, text and the graph as their own SDK calls, each with its event's time;
-//  - a SessionLog START flushes what is pending and is counted; the restarted run then writes
-//    steps it wrote before, and the server's resume rule starts a new timeline at the first
-//    rewritten step that differs (docs/tensorboard.md#restarts).
+//  - a SessionLog START at step S flushes what is pending, is counted, and calls `rewind(S)`,
+//    which must return once every series of the run has started a new timeline at S (so that
+//    the points before the START stay before the rewind, and the ones after it after):
+//    TensorBoard's purge of the steps >= S (docs/tensorboard.md#restarts).
 // Problems (corrupt records, malformed values) go to `report` as "file:offset: what" lines.
 // Not thread-safe.
 class RunSink {
  public:
   using Reporter = std::function<void(const std::string&)>;
-  RunSink(Run* run, Reporter report)
-      : run_(*run), report_(std::move(report)), decoder_(&plugins_) {}
+  // Rewinds the run on the server at a step (see above); an error is reported and counted.
+  using Rewinder = std::function<Status(int64_t step)>;
+  RunSink(Run* run, Reporter report, Rewinder rewind)
+      : run_(*run), report_(std::move(report)), rewind_(std::move(rewind)), decoder_(&plugins_) {}
 
   void OnRecord(std::string_view file, uint64_t offset, std::string_view record);
   void OnCorrupt(std::string_view file, const tfevents::RecordResult& r);
@@ -70,11 +74,13 @@ class RunSink {
   void HandleSummary(std::string_view file, uint64_t offset, const tfevents::EventView& ev);
   void HandleGraph(std::string_view file, uint64_t offset, std::string_view graph_def,
                    bool from_meta_graph);
+  void HandleSessionStart(std::string_view file, uint64_t offset, int64_t step);
   void AddScalar(int64_t step, double wall_time, std::string_view tag, double value);
   bool PendingHas(std::string_view tag, uint64_t hash) const;
 
   Run& run_;
   Reporter report_;
+  Rewinder rewind_;
   tfevents::TagPlugins plugins_;
   tfevents::SummaryDecoder decoder_;
   tfevents::DecodedSummary decoded_;

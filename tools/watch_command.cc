@@ -44,6 +44,9 @@ constexpr const char* kWatchUsage =
 constexpr uint32_t kHeadBytes = 64;
 // How long one poll waits for the server's acknowledgements before reading on.
 constexpr double kFlushSeconds = 5;
+// How long a SessionLog START waits for the acknowledgement of what came before it (its rewind
+// must follow that data): longer, as a restart is rare and reading on without it loses it.
+constexpr double kRewindFlushSeconds = 60;
 
 struct FileIdentity {
   uint64_t dev = 0;
@@ -136,8 +139,11 @@ class Watcher {
     if (it != runs_.end()) return it->second;
     LiveRun& run = runs_[id];
     run.handle = client_.StartRun(ReplayRunOptions(flags_, id, /*resume=*/true));
-    run.sink = std::make_unique<RunSink>(run.handle.get(),
-                                         [this](const std::string& line) { Report(line); });
+    run.sink = std::make_unique<RunSink>(
+        run.handle.get(), [this](const std::string& line) { Report(line); },
+        [this, id](int64_t step) {
+          return RewindRunAfterFlush(client_, http_, flags_.project, id, step, kRewindFlushSeconds);
+        });
     if (auto s = state_.runs.find(id); s != state_.runs.end()) {
       run.saved = s->second;
       for (const auto& [tag, plugin] : run.saved.tags)

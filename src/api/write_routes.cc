@@ -1,4 +1,5 @@
-// POST /api/v1/write and POST /api/v1/runs/update.
+// POST /api/v1/write, POST /api/v1/runs/update and POST /api/v1/runs/rewind.
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "api/json_writer.h"
@@ -95,6 +96,67 @@ void HandleRunUpdate(ApiContext& ctx, HttpRequest&& req, Responder respond) {
   });
 }
 
+// The step of a /api/v1/runs/rewind body: {"step": S}, S an integer >= 0.
+Result<int64_t> RewindStepFromJson(const std::string& body) {
+  nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return Status::InvalidArgument("body must be a JSON object");
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it.key() != "step") return Status::InvalidArgument("unknown field '" + it.key() + "'");
+  }
+  auto step = j.find("step");
+  if (step == j.end()) return Status::InvalidArgument("field 'step' is required");
+  if (step->is_number_unsigned() && step->get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    return static_cast<int64_t>(step->get<uint64_t>());
+  }
+  if (step->is_number_integer() && step->get<int64_t>() >= 0) return step->get<int64_t>();
+  return Status::InvalidArgument("field 'step' must be an integer from 0 to 2^63-1, not " + step->dump());
+}
+
+// A rewind is a metadata-only write (RunMetadata.rewind_step): logged, so durable before the
+// answer, and applied in order with the run's writes before and after it.
+void HandleRunRewind(ApiContext& ctx, HttpRequest&& req, Responder respond) {
+  std::string project = req.Param("project", "default");
+  std::string run = req.Param("run");
+  if (run.empty()) {
+    respond(HttpResponse::Error(400, "query parameter 'run' is required"));
+    return;
+  }
+  Result<int64_t> step = RewindStepFromJson(req.body);
+  if (!step.ok()) {
+    respond(HttpResponse::Error(400, step.status().message()));
+    return;
+  }
+  // Refused rather than creating an empty run. (A run deleted between this check and the write
+  // comes back empty.)
+  if (!ctx.engine.GetRun(project, run)) {
+    respond(HttpResponse::Error(404, "no run '" + run + "' in project '" + project + "'"));
+    return;
+  }
+  v1::WriteRequest request;
+  v1::RunBatch* batch = request.add_runs();
+  batch->set_project(project);
+  batch->set_run(run);
+  batch->mutable_metadata()->set_rewind_step(*step);
+  ctx.ingestor.WriteProto(std::move(request), [respond, project, run, step = *step](
+                                                  ingest::IngestResult result) {
+    if (!result.status.ok()) {
+      respond(HttpResponse::Error(HttpStatusOf(result.status), result.status.ToString()));
+      return;
+    }
+    if (!result.errors.empty()) {  // validated above; the ingestor's word is final
+      respond(HttpResponse::Error(400, result.errors.front().message));
+      return;
+    }
+    std::string body = "{\"project\":";
+    AppendString(&body, project);
+    body += ",\"run\":";
+    AppendString(&body, run);
+    body += ",\"step\":" + std::to_string(step) +
+            ",\"series_rewound\":" + std::to_string(result.series_rewound) + "}\n";
+    respond(HttpResponse::Json(200, std::move(body)));
+  });
+}
+
 }  // namespace
 
 int HttpStatusOf(const Status& status) {
@@ -115,6 +177,9 @@ void RegisterWriteRoutes(HttpServer& server, ApiContext& ctx) {
   });
   server.Route("POST", "/api/v1/runs/update", [&ctx](HttpRequest&& req, Responder respond) {
     HandleRunUpdate(ctx, std::move(req), std::move(respond));
+  });
+  server.Route("POST", "/api/v1/runs/rewind", [&ctx](HttpRequest&& req, Responder respond) {
+    HandleRunRewind(ctx, std::move(req), std::move(respond));
   });
 }
 

@@ -129,6 +129,10 @@ Status ValidateBatch(const v1::RunBatch& batch, const IngestLimits& limits) {
         return Status::InvalidArgument("metadata.graph_json is not a JSON object");
       }
     }
+    if (meta.has_rewind_step() && meta.rewind_step() < 0) {
+      return Status::InvalidArgument("metadata.rewind_step is negative (" +
+                                     std::to_string(meta.rewind_step()) + ")");
+    }
     storage::RunStatus status;
     if (meta.has_status() && !storage::ParseRunStatus(meta.status(), &status)) {
       return Status::InvalidArgument("metadata.status '" + meta.status() + "' is not one of running, finished, crashed, stalled");
@@ -270,6 +274,7 @@ void Ingestor::Submit(v1::WriteRequest request, IngestResult result, Done done) 
       result.duplicate_batch = outcome.duplicate_batch;
       result.points_accepted = outcome.points_written + outcome.points_unchanged;
       result.points_unchanged = outcome.points_unchanged;
+      result.series_rewound = outcome.series_rewound;
       points_received_.Add(result.points_accepted);
     }
     done(std::move(result));

@@ -28,6 +28,7 @@ struct IngestResult {
   uint64_t points_unchanged = 0;  // of those, identical to what the step held (retries)
   uint64_t points_rejected = 0;
   bool duplicate_batch = false;
+  uint64_t series_rewound = 0;  // series a RunMetadata.rewind_step cut
   std::vector<LineError> errors;
 };
 

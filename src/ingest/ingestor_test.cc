@@ -155,6 +155,35 @@ TEST_F(IngestorTest, HeartbeatIntervalMustBeWithinAnHour) {
   EXPECT_EQ(run->heartbeat_interval, 3600);
 }
 
+TEST_F(IngestorTest, RewindStepMustNotBeNegativeAndReportsTheSeriesItCut) {
+  auto write = [&](int64_t rewind_step, std::vector<int64_t> steps) {
+    v1::WriteRequest request;
+    v1::RunBatch* batch = request.add_runs();
+    batch->set_run("rw");
+    batch->mutable_metadata()->set_rewind_step(rewind_step);
+    v1::MetricColumn* column = batch->add_metrics();
+    column->set_name("loss");
+    for (int64_t s : steps) {
+      batch->add_steps(s);
+      column->add_values(static_cast<double>(s));
+    }
+    return Write(std::move(request));
+  };
+  IngestResult refused = write(-1, {0});
+  EXPECT_THAT(FirstError(refused), HasSubstr("metadata.rewind_step is negative (-1)"));
+  EXPECT_EQ(refused.points_rejected, 1u);
+  EXPECT_FALSE(engine_->GetRun("default", "rw").has_value()) << "nothing of the batch is stored";
+  IngestResult first = write(5, {0, 1, 2});  // a rewind before the rows: nothing to cut yet
+  EXPECT_TRUE(first.errors.empty()) << FirstError(first);
+  EXPECT_EQ(first.series_rewound, 0u);
+  IngestResult second = write(1, {1});  // hides 1 and 2, then writes 1 again
+  EXPECT_EQ(second.series_rewound, 1u);
+  std::vector<storage::Point> points;
+  ASSERT_TRUE(engine_->ReadSeries({"default", "rw", "loss"}, {}, &points).ok());
+  ASSERT_EQ(points.size(), 2u);
+  EXPECT_EQ(points.back().step, 1);
+}
+
 TEST_F(IngestorTest, GraphMustBeAJsonObjectWithinTheLimit) {
   auto write_graph = [&](std::string graph) {
     v1::WriteRequest request;

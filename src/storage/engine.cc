@@ -108,25 +108,10 @@ Status Engine::LoadStore() {
           chunk.hidden_from_step = std::min(chunk.hidden_from_step, r.step);
         }
       }
-      if (chunk.FullyHidden()) continue;
-      // The newest visible point: exact from the summary unless a rewind cut the chunk.
-      if (chunk.FullyVisible()) {
-        if (!series->has_latest || chunk.summary.last_step > series->latest.step) {
-          series->latest = Point{chunk.summary.last_step, chunk.summary.max_time, chunk.summary.last};
-          series->has_latest = true;
-        }
-        continue;
-      }
-      Result<PointsPtr> points = ChunkPoints(*series, chunk);
-      if (!points.ok()) return points.status();
-      for (const Point& p : **points) {
-        if (p.step >= chunk.hidden_from_step) break;
-        if (!series->has_latest || p.step > series->latest.step) {
-          series->latest = p;
-          series->has_latest = true;
-        }
-      }
     }
+    TW_ASSIGN_OR_RETURN(std::optional<Point> newest, NewestVisible(*series));
+    series->has_latest = newest.has_value();
+    if (newest) series->latest = *newest;
   }
   for (auto& [id, series] : series_) series->PublishLatest();
   // The time of a run's newest point is not persisted with every write: it is derived from the

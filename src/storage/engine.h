@@ -65,6 +65,7 @@ struct WriteOutcome {
   uint64_t points_written = 0;  // appended, filled in, or starting a new timeline
   uint64_t points_unchanged = 0;  // identical to what the step already held
   uint64_t rewinds = 0;
+  uint64_t series_rewound = 0;  // series a run rewind (RunMetadata.rewind_step) cut
   bool duplicate_batch = false;  // (writer_id, sequence) had been applied before
 };
 
@@ -240,6 +241,10 @@ class Engine {
   void ApplyImages(const v1::RunBatch& batch);
   void ApplyTexts(const v1::RunBatch& batch);
   ApplyOutcome ApplyPoint(Series& series, const Point& p);
+  // Starts a new timeline at `step` in every series of `run` (but the clock) that has a visible
+  // point there or later (RunMetadata.rewind_step; engine_rewind.cc).
+  void ApplyRunRewind(uint64_t lsn, Run& run, int64_t step, WriteOutcome* outcome,
+                      std::vector<Series*>* touched);
   // First write wins: a step the clock already has keeps its time.
   void ApplyClockPoint(Series& clock, const Point& p);
   // Encodes one chunk of a seal job, without times when the run clock has them. Runs on the sealer.
@@ -261,6 +266,9 @@ class Engine {
   Status FillTimesFromClock(const Series& series, std::vector<Point>* points) const;
   // Looks up the visible value at `step` in sealed chunks. Caller holds series.mu.
   std::optional<Point> FindVisibleInChunks(const Series& series, int64_t step) const;
+  // The visible point with the highest step, from the head and the chunks (engine_rewind.cc).
+  // Caller holds series.mu. A chunk that fails to decode is an error.
+  Result<std::optional<Point>> NewestVisible(const Series& series) const;
   Status CollectVisible(const Series& series, int64_t from, int64_t to,
                         std::vector<Point>* out) const;
 

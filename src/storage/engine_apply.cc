@@ -102,7 +102,12 @@ void Engine::ApplyRunBatch(uint64_t lsn, const v1::RunBatch& batch, WriteOutcome
   else if (batch.texts_size() > 0) first_time = batch.texts(0).time();
   else first_time = clock_.NowUnixSeconds();
   Run& run = GetOrCreateRun(batch.project(), batch.run(), first_time);
-  if (batch.has_metadata()) ApplyMetadata(run, batch.metadata());
+  if (batch.has_metadata()) {
+    ApplyMetadata(run, batch.metadata());
+    // Before the batch's rows: a restarted run's first rows begin the new timeline.
+    if (batch.metadata().has_rewind_step())
+      ApplyRunRewind(lsn, run, batch.metadata().rewind_step(), outcome, touched);
+  }
   if (batch.has_heartbeat()) ApplyHeartbeat(run, batch.heartbeat());
   if (batch.histograms_size() > 0) ApplyHistograms(batch);
   if (batch.images_size() > 0) ApplyImages(batch);

@@ -85,6 +85,29 @@ def test_series_raw_and_downsampled(schema, populated):
     check(schema, "SeriesDownsampled", get(populated, "/api/v1/series", dict(params, buckets="50", x="relative")))
 
 
+def test_series_batch_is_series_in_columns(schema, populated):
+    """/api/v1/series/batch: per metric what /api/v1/series?buckets=N answers, the buckets as columns."""
+    runs = [("run", "r1"), ("run", "r2"), ("run", "missing")]  # pairs: repeated keys
+    for extra in ({"buckets": "7"}, {"buckets": "50", "x": "relative"}, {"buckets": "3", "from": "10", "to": "90"}):
+        common = [("project", "schema")] + runs + list(extra.items())
+        batch = get(populated, "/api/v1/series/batch", common + [("metric", "loss"), ("metric", "acc")])
+        check(schema, "SeriesBatch", batch)
+        assert [m["metric"] for m in batch["metrics"]] == ["loss", "acc"]
+        assert [s["run"] for s in batch["metrics"][0]["series"]] == ["r1", "r2", "missing"]
+        for m in batch["metrics"]:
+            one = get(populated, "/api/v1/series", common + [("metric", m["metric"])])
+            assert m["grid"] == one["grid"]
+            for cols, rows in zip(m["series"], one["series"], strict=True):
+                assert cols["run"] == rows["run"] and cols.get("error") == rows.get("error")
+                fields = [f for f in cols if f not in ("run", "error")]
+                as_rows = [dict(zip(fields, values)) for values in zip(*(cols[f] for f in fields))]
+                assert as_rows == rows["buckets"], (extra, m["metric"], cols["run"])
+    no_buckets = populated.get("/api/v1/series/batch", {"project": "schema", "run": "r1", "metric": "loss"})
+    assert no_buckets.status == 400 and b"buckets" in no_buckets.body, no_buckets
+    too_many = populated.get("/api/v1/series/batch", runs[:2] + [("metric", "m%d" % i) for i in range(501)] + [("buckets", "5")])
+    assert too_many.status == 400 and b"1000 series" in too_many.body, too_many
+
+
 def test_alerts_acks_and_silences(schema, populated):
     alerts = get(populated, "/api/v1/alerts", {"project": "schema"})
     check(schema, "AlertList", alerts)

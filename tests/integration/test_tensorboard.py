@@ -504,6 +504,126 @@ def test_session_log_start_rewinds_like_tensorboard(module_server, tmp_path):
     assert sorted((p["point"][0], p["point"][2]) for p in sup["points"]) == [(s, f32(1 + s)) for s in range(5, 10)]
 
 
+def write_restart_with_a_dropped_tag(path, restart_step):
+    """A run that logged `loss` and `acc` at steps 0-9, crashed, and restarted from its checkpoint at
+    `restart_step`: a SessionLog START, then only `loss` again, at restart_step .. restart_step+2.
+    Returns the events as (kind, step, wall_time, {tag: value}) in file order."""
+    events = []
+    for step in range(10):
+        events.append(("summary", step, T0 + step, {"loss": f32(1 + step), "acc": f32(step / 10)}))
+    events.append(("start", restart_step, T0 + 20, {}))
+    for step in range(restart_step, restart_step + 3):
+        events.append(("summary", step, T0 + 20 + step, {"loss": f32(100 + step)}))
+    w = tw.EventFileWriter(str(path), T0)
+    for kind, step, wall, values in events:
+        if kind == "start":
+            w.add_event(tw.event(wall, step, session_status=tw.SESSION_START))
+        else:
+            w.add_event(tw.event(wall, step, summary_values=[tw.value(t, simple_value=v) for t, v in values.items()]))
+    w.close()
+    return events
+
+
+def tensorboard_view(events):
+    """What TensorBoard's EventAccumulator keeps (purge_orphaned_data, its default): a SessionLog START
+    at step S drops every value at a step >= S, of every tag. Returns (kept, dropped), each
+    {tag: {step: (wall_time, value)}}; dropped holds what trainwatch keeps as superseded points."""
+    kept, dropped = {}, {}
+    for kind, step, wall, values in events:
+        if kind == "start":
+            for tag, points in kept.items():
+                for s in [s for s in points if s >= step]:
+                    dropped.setdefault(tag, {})[s] = points.pop(s)
+            continue
+        for tag, v in values.items():
+            kept.setdefault(tag, {})[step] = (wall, v)
+    return kept, dropped
+
+
+def read_superseded(server, project, run, metric):
+    doc = server.get_json("/api/v1/series/superseded", {"project": project, "run": run, "metric": metric})
+    return {p["point"][0]: (p["point"][1], api_number(p["point"][2])) for p in doc["points"]}
+
+
+@pytest.mark.parametrize("command", ["import", "watch"])
+def test_session_log_start_hides_the_tags_the_restarted_run_never_writes_again(server_factory, tmp_path, command):
+    """Only `loss` is written again after the restart at step 5: `acc` at steps 5-9 must disappear
+    too, as in TensorBoard, and stay retrievable as superseded points."""
+    server = server_factory()
+    logdir = tmp_path / "logs"
+    os.makedirs(logdir / "r")
+    events = write_restart_with_a_dropped_tag(logdir / "r" / "events.out.tfevents.1.host", 5)
+    kept, dropped = tensorboard_view(events)
+    assert sorted(kept["acc"]) == [0, 1, 2, 3, 4] and sorted(dropped["acc"]) == [5, 6, 7, 8, 9]
+    project = "live" if command == "watch" else "restart2"
+    if command == "import":
+        rc, report, stderr = run_import(server.url, logdir, project, tool_env(tmp_path))
+        assert rc == 0, stderr
+        assert report["total"]["session_starts"] == 1 and report["total"]["rewinds_failed"] == 0, report
+    else:
+        watch = Watch(tmp_path, server, logdir, tmp_path / "state" / "watch.json")
+        watch.start()
+        try:
+            wait_for("the new timeline of loss",
+                     lambda: loss_points(server, "r") == {s: v for s, (_, v) in kept["loss"].items()})
+            assert watch.stop() == 0, watch.text()
+        finally:
+            if watch.proc and watch.proc.poll() is None:
+                watch.proc.kill()
+        assert "not hidden" not in watch.text(), watch.text()
+    for tag in ("loss", "acc"):
+        assert read_scalars(server, project, "r", tag) == kept[tag], tag
+        assert read_superseded(server, project, "r", tag) == dropped[tag], tag
+    metrics = {m["name"]: m for m in server.get_json("/api/v1/run", {"project": project, "run": "r"})["metrics"]}
+    assert metrics["acc"]["count"] == 5 and metrics["acc"]["last_step"] == 4, metrics["acc"]
+    assert metrics["acc"]["latest"][0] == 4 and metrics["acc"]["timelines"] == 2, metrics["acc"]
+    # The rewind is in the store: the same after a kill -9 and a restart of the server.
+    server.restart(kill=True)
+    for tag in ("loss", "acc"):
+        assert read_scalars(server, project, "r", tag) == kept[tag], tag
+        assert read_superseded(server, project, "r", tag) == dropped[tag], tag
+
+
+def test_runs_rewind_endpoint(module_server):
+    """POST /api/v1/runs/rewind: the answer (checked against the schema), idempotence, and the
+    refusals, each naming what is wrong."""
+    import jsonschema
+    from conftest import REPO
+    with open(os.path.join(REPO, "schema", "api.schema.json")) as f:
+        schema = json.load(f)
+    s = module_server
+    s.write_ok("\n".join('{"project":"rw","run":"a","step":%d,"metrics":{"x":%d,"y":%d}}' % (i, i, -i) for i in range(6)))
+    s.write_ok('{"project":"rw","run":"a","step":1,"metrics":{"z":1}}')
+
+    def rewind(body, run="a", project="rw"):
+        params = {"project": project}
+        if run is not None:
+            params["run"] = run
+        return s.post("/api/v1/runs/rewind", body, params=params)
+
+    r = rewind('{"step": 3}')
+    assert r.status == 200, r
+    answer = r.json()
+    jsonschema.Draft202012Validator({"$defs": schema["$defs"], "$ref": "#/$defs/RunRewind"}).validate(answer)
+    assert answer == {"project": "rw", "run": "a", "step": 3, "series_rewound": 2}, answer  # x and y, not z
+    values = lambda metric: {step: v for step, (_, v) in read_scalars(s, "rw", "a", metric).items()}  # noqa: E731
+    assert values("x") == {0: 0, 1: 1, 2: 2} and values("y") == {0: 0, 1: -1, 2: -2}
+    assert values("z") == {1: 1}
+    assert rewind('{"step": 3}').json()["series_rewound"] == 0  # nothing left to hide: a no-op
+    for body, why in [('{"step": -1}', "field 'step' must be an integer"), ('{"step": 2.5}', "field 'step' must be an integer"),
+                      ('{"step": "3"}', "field 'step' must be an integer"), ('{}', "field 'step' is required"),
+                      ('{"step": 1, "tag": "x"}', "unknown field 'tag'"), ('[3]', "must be a JSON object"),
+                      ('not json', "must be a JSON object")]:
+        r = rewind(body)
+        assert r.status == 400 and why in r.json()["error"], (body, r)
+    r = rewind('{"step": 1}', run=None)
+    assert r.status == 400 and "'run' is required" in r.json()["error"], r
+    r = rewind('{"step": 1}', run="nope")
+    assert r.status == 404 and "no run 'nope' in project 'rw'" in r.json()["error"], r
+    assert s.get("/api/v1/run", {"project": "rw", "run": "nope"}).status == 404  # not created either
+    assert values("x") == {0: 0, 1: 1, 2: 2}  # the refusals changed nothing
+
+
 # ---------------------------------------------------------------------------------------------------
 # Export and the round trip
 
