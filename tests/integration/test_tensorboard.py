@@ -628,7 +628,7 @@ def test_runs_rewind_endpoint(module_server):
 # Export and the round trip
 
 
-def test_export_writes_files_tensorboard_reads_and_the_round_trip_is_identical(module_server, golden, imported, tmp_path):
+def test_export_writes_files_an_independent_reader_decodes_and_the_round_trip_is_identical(module_server, golden, imported, tmp_path):
     _, runs, _ = golden
     assert imported[0] == 0
     env = tool_env(tmp_path)
