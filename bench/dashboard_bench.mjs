@@ -28,24 +28,31 @@ const CHROMIUM_ARGS = [ // as web/tests/harness.mjs
   '--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
   '--disable-component-update', '--no-first-run',
 ];
+// Headless Chromium 156 opens the browser UI's omnibox popup (a WebUI page in a renderer process of
+// its own) with every new window, i.e. with every browser context this benchmark opens per
+// navigation: about 1 CPU-second each, competing with the page on a small machine, and nothing a
+// user's browser pays per page load. Left out unless --with-omnibox-popup.
+const NO_OMNIBOX_POPUP = '--disable-features=WebUIOmniboxPopup,WebUIOmniboxFullPopup,WebUIOmniboxAimPopup';
 
 // ------------------------------------------------------------------------------------------------
 // Flags
 
-const USAGE = `usage: node bench/dashboard_bench.mjs [--build-dir DIR] [--quick] [--work-dir DIR] [--steps N] [--runs N] [--only LIST]
+const USAGE = `usage: node bench/dashboard_bench.mjs [--build-dir DIR] [--quick] [--work-dir DIR] [--steps N] [--runs N] [--only LIST] [--with-omnibox-popup]
   --build-dir DIR   CMake build directory holding bin/trainwatch (default: repo build/)
   --quick           a ~1 minute smoke run (fewer navigations, zooms, patterns and writes)
   --work-dir DIR    scratch data directory goes to DIR/scratch/dashboard
                     (default $TRAINWATCH_BENCH_DIR or /tmp/trainwatch-bench)
   --steps N         steps per series of the 8 × 50 chart page (default 5000)
   --runs N          runs for the runs-table figures (default 10000)
-  --only LIST       some of: nav,zoom,runs,live (default: all)`;
+  --only LIST       some of: nav,zoom,runs,live (default: all)
+  --with-omnibox-popup  let headless Chromium open its omnibox popup WebUI with each new window
+                    (as this benchmark did before; ~1 CPU-s per navigation)`;
 
 function parseArgs(argv) {
   const a = {
     buildDir: path.join(REPO, 'build'), quick: false, steps: 5000, manyRuns: 10000,
     workDir: process.env.TRAINWATCH_BENCH_DIR || '/tmp/trainwatch-bench',
-    only: ['nav', 'zoom', 'runs', 'live'],
+    only: ['nav', 'zoom', 'runs', 'live'], omniboxPopup: false,
   };
   for (let i = 0; i < argv.length; i++) {
     const v = () => {
@@ -59,6 +66,7 @@ function parseArgs(argv) {
       case '--steps': a.steps = Number(v()); break;
       case '--runs': a.manyRuns = Number(v()); break;
       case '--only': a.only = v().split(',').filter(Boolean); break;
+      case '--with-omnibox-popup': a.omniboxPopup = true; break;
       case '-h': case '--help': console.log(USAGE); process.exit(0); break;
       default: console.error(USAGE); process.exit(2);
     }
@@ -323,6 +331,8 @@ async function load(server) {
 
 function pageRecorder(cfg) {
   const S = (window.__twb = { frames: [], longtasks: [], ev: {}, hooks: new Set(), cfg, nav: null, errors: [] });
+  // the app's per-stage User Timing measures (web/src/lib/trace.ts), read back by figure 1
+  if (cfg && cfg.trace) window.__twTrace = true;
   try { performance.setResourceTimingBufferSize(5000); } catch { /* older API */ }
   try {
     new PerformanceObserver((l) => { for (const e of l.getEntries()) S.longtasks.push([e.startTime, e.duration]); })
@@ -362,7 +372,7 @@ function pageRecorder(cfg) {
   };
   if (cfg && cfg.nav) {
     const c = cfg.nav;
-    S.nav = { firstScreen: null, firstScreenCharts: 0, all: null, scrolls: 0, chartsAt: null };
+    S.nav = { firstScreen: null, firstScreenCharts: 0, all: null, allSeen: null, scrolls: 0, chartsAt: null };
     S.hooks.add((t) => {
       const els = S.charts();
       if (els.length < c.metrics) return false;
@@ -384,6 +394,7 @@ function pageRecorder(cfg) {
       }
       if (done === els.length) {
         S.nav.all = t;
+        S.nav.allSeen = performance.now(); // later than t, the frame's start: work of this frame began before
         return true;
       }
       if (c.scroll && S.nav.firstScreen !== null && inView === inViewDone &&
@@ -423,6 +434,35 @@ async function openPage(baseUrl, route, { viewport = { width: 1280, height: 800 
 
 const scalarsRoute = `/#/scalars?runs=${RUN_IDS.map((r) => `${PROJECT}/${r}`).join(',')}`;
 
+/** The app's traced stages (web/src/lib/trace.ts) of the navigations: per stage the median of one
+ *  occurrence and, for the stages that run on the main thread one at a time, the p50 over
+ *  navigations of their sum; then how far apart the charts were finished. */
+const MAIN_THREAD_STAGES = new Set(['parse', 'shape', 'join', 'uplot-new', 'uplot-draw']);
+const STAGE_MEANING = {
+  queue: 'waiting for one of the 6 request slots', fetch: 'request sent → headers', body: 'headers → body read',
+  parse: 'JSON.parse', shape: 'answer → per-run arrays', join: 'runs joined on one x axis, smoothing',
+  'uplot-new': 'uPlot built', 'uplot-draw': 'uPlot draws: envelopes, axes, lines',
+  answer: 'chart asks → its data shaped', chart: 'chart asks → drawn',
+};
+function printStages(rows) {
+  const names = [...new Set(rows.flatMap((r) => r.stages.map(([n]) => n)))];
+  if (!names.length) return;
+  console.log('  app stages (web/src/lib/trace.ts); "main" = on the main thread, one at a time, so their sums add up:');
+  for (const n of names) {
+    const each = rows.flatMap((r) => r.stages.filter(([m]) => m === n).map(([, , d]) => d));
+    const perNav = rows.map((r) => sum(r.stages.filter(([m]) => m === n).map(([, , d]) => d)));
+    const main = MAIN_THREAD_STAGES.has(n);
+    console.log(`    ${n.padEnd(11)}${main ? 'main' : '    '} n=${String(Math.round(each.length / rows.length)).padStart(3)}/nav  ` +
+      `each p50 ${fmt(p(each, 0.5)).padStart(6)} ms, p90 ${fmt(p(each, 0.9)).padStart(6)} ms, max ${fmt(Math.max(...each)).padStart(6)} ms` +
+      (main ? `; sum per navigation p50 ${fmt(p(perNav, 0.5), 0).padStart(4)} ms` : '') + `  (${STAGE_MEANING[n] ?? ''})`);
+  }
+  const gaps = rows.flatMap((r) => {
+    const ends = r.stages.filter(([m]) => m === 'chart').map(([, t, d]) => t + d).sort((a, b) => a - b);
+    return ends.slice(1).map((e, k) => e - ends[k]);
+  });
+  if (gaps.length) console.log(`    one chart drawn → the next: ${pct(gaps, [0.5, 0.9])}`);
+}
+
 // 1. Navigation → drawn
 async function benchNavigation(server) {
   console.log(`\n## 1. navigation → ${CFG.metrics} charts × ${CFG.runs} runs drawn (${CFG.steps} steps each; ` +
@@ -442,7 +482,7 @@ async function benchNavigation(server) {
       const h0 = await server.httpCounters();
       const s0 = procStat(server.proc.pid).cpu;
       const pg = await openPage(server.url, scalarsRoute, {
-        viewport, recorder: { nav: { metrics: CFG.metrics, series: CFG.runs, last: LAST, scroll: mode.scroll } },
+        viewport, recorder: { trace: true, nav: { metrics: CFG.metrics, series: CFG.runs, last: LAST, scroll: mode.scroll } },
       });
       await pg.page.waitForFunction(() => window.__twb.nav && window.__twb.nav.all !== null, null, { timeout: 60000, polling: 100 });
       const r = await pg.page.evaluate(() => {
@@ -468,6 +508,8 @@ async function benchNavigation(server) {
           longtaskMs: lt.reduce((s, [, d]) => s + d, 0),
           longestTask: Math.max(0, ...lt.map(([, d]) => d)),
           maxFrame: Math.max(0, ...S.frames.slice(1).map((f, k) => f - S.frames[k]).filter((_, k) => S.frames[k + 1] <= S.nav.all)),
+          stages: performance.getEntriesByType('measure').filter((m) => m.name.startsWith('tw:') && m.startTime <= S.nav.allSeen)
+            .map((m) => [m.name.slice(3), m.startTime, m.duration]),
         };
       });
       const h1 = await server.httpCounters();
@@ -484,7 +526,7 @@ async function benchNavigation(server) {
       console.log(`[${mode.name}] nav ${i}: app loaded (DOMContentLoaded) ${fmt(r.dcl, 0)} ms, charts mounted ${fmt(r.chartsAt, 0)}, ` +
         (mode.scroll ? `first screen (${r.firstScreenCharts} charts) ${fmt(r.firstScreen, 0)}, ` : '') +
         `all ${CFG.metrics} drawn ${fmt(r.all, 0)} ms` + (mode.scroll ? ` (${r.scrolls} scrolls)` : '') +
-        `; ${r.series} series requests (${(r.seriesBytes / 1e6).toFixed(2)} MB), last response ${fmt(r.lastSeriesEnd, 0)} ms; ` +
+        `; ${r.series} series requests (${(r.seriesBytes / 1e6).toFixed(2)} MB), first sent ${fmt(r.seriesFirst, 0)} ms, last answered ${fmt(r.lastSeriesEnd, 0)} ms; ` +
         `server saw ${r.serverReqs} requests, ${(r.serverReqS * 1000).toFixed(0)} ms handling, ${r.serverCpu.toFixed(2)} CPU-s; ` +
         `long tasks ${r.longtaskMs.toFixed(0)} ms (longest ${r.longestTask.toFixed(0)}), longest frame ${r.maxFrame.toFixed(0)} ms`);
     }
@@ -503,6 +545,7 @@ async function benchNavigation(server) {
     console.log(`  server per navigation: ${p(rows.map((r) => r.serverReqs), 0.5)} requests, ` +
       `${fmt(p(rows.map((r) => r.serverReqS * 1000), 0.5), 0)} ms summed handling time, ${fmt(p(rows.map((r) => r.serverCpu), 0.5), 2)} CPU-s (p50)`);
     console.log(`  main-thread long tasks per navigation p50 ${fmt(p(rows.map((r) => r.longtaskMs), 0.5), 0)} ms`);
+    printStages(rows);
     console.log(`  ${cpuLine(c0, c1)}`);
     results[mode.name] = rows;
   }
@@ -775,8 +818,9 @@ async function main() {
     }
     console.log(`# server ${server.url}, data in ${dataDir}`);
     await load(server);
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
-    console.log(`# Chromium ${browser.version()}`);
+    const args = ARGS.omniboxPopup ? CHROMIUM_ARGS : [...CHROMIUM_ARGS, NO_OMNIBOX_POPUP];
+    browser = await chromium.launch({ executablePath: CHROMIUM, args, headless: true });
+    console.log(`# Chromium ${browser.version()}${ARGS.omniboxPopup ? ' (with its omnibox popup WebUI per window)' : ''}`);
     if (ARGS.only.includes('nav')) await benchNavigation(server);
     if (ARGS.only.includes('zoom')) await benchZoom(server);
     if (ARGS.only.includes('runs')) await benchRuns(server);

@@ -1,9 +1,10 @@
-// GET /api/v1/runs, /api/v1/run, /api/v1/metrics, /api/v1/series, /api/v1/series/superseded,
-// /api/v1/export.
+// GET /api/v1/runs, /api/v1/run, /api/v1/metrics, /api/v1/series, /api/v1/series/batch,
+// /api/v1/series/superseded, /api/v1/export.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 
 #include "api/json_writer.h"
 #include "api/query_params.h"
@@ -201,130 +202,226 @@ bool ParseAxis(const std::string& text, storage::XAxis* axis) {
   return true;
 }
 
-// GET /api/v1/series?project=P&run=R1&run=R2&metric=M[&x=step|time|relative][&from=&to=][&buckets=N]
-void HandleSeries(ApiContext& ctx, HttpRequest&& req, Responder respond) {
-  std::string project = req.Param("project", "default");
-  std::vector<std::string> runs = req.Params("run");
-  std::string metric = req.Param("metric");
-  if (runs.empty() || metric.empty()) {
-    return respond(HttpResponse::Error(400, "query parameters 'run' (one or more) and 'metric' are required"));
-  }
-  if (runs.size() > kMaxSeriesPerQuery) return respond(HttpResponse::Error(400, "too many runs in one query"));
-  std::string x_text = req.Param("x", "step");
-  storage::XAxis axis;
-  if (!ParseAxis(x_text, &axis)) return respond(HttpResponse::Error(400, "x must be step, time or relative"));
+// The parameters /api/v1/series and /api/v1/series/batch share.
+struct SeriesQuery {
+  std::string project;
+  std::vector<std::string> runs;
+  std::string x_text;
+  storage::XAxis axis = storage::XAxis::kStep;
   double from = -INFINITY, to = INFINITY;
-  if (std::string v = req.Param("from"); !v.empty() && !ParseDouble(v, &from)) {
-    return respond(HttpResponse::Error(400, "from must be a finite number"));
-  }
-  if (std::string v = req.Param("to"); !v.empty() && !ParseDouble(v, &to)) {
-    return respond(HttpResponse::Error(400, "to must be a finite number"));
-  }
-  int64_t buckets = 0;
-  if (std::string v = req.Param("buckets"); !v.empty()) {
-    if (!ParseInt(v, &buckets) || buckets < 1 || buckets > kMaxBuckets) {
-      return respond(HttpResponse::Error(400, "buckets must be an integer from 1 to " + std::to_string(kMaxBuckets)));
-    }
-  }
-  std::string body = "{\"metric\":";
-  AppendString(&body, metric);
-  body += ",\"x\":\"" + x_text + "\"";
-  if (buckets == 0) {
-    body += ",\"series\":[";
-    for (size_t i = 0; i < runs.size(); ++i) {
-      std::vector<storage::Point> points;
-      storage::SeriesReadOptions options;
-      if (axis == storage::XAxis::kStep) {
-        options.from_step = ClampToStep(std::ceil(from));
-        options.to_step = ClampToStep(std::floor(to));
-        if (from > 0x1p63 || to < -0x1p63) options.to_step = options.from_step - 1;  // empty range
-      }
-      Status s = ctx.engine.ReadSeries({project, runs[i], metric}, options, &points);
-      if (i) body.push_back(',');
-      body += "{\"run\":";
-      AppendString(&body, runs[i]);
-      if (!s.ok()) {
-        body += ",\"error\":";
-        AppendString(&body, s.message());
-        body += ",\"points\":[]}";
-        continue;
-      }
-      double origin = 0;
-      if (axis == storage::XAxis::kRelativeTime) {
-        if (auto run = ctx.engine.GetRun(project, runs[i])) origin = run->start_time;
-      }
-      body += ",\"points\":[";
-      bool first = true;
-      for (const storage::Point& p : points) {
-        if (axis != storage::XAxis::kStep) {
-          double x = p.time - origin;
-          if (x < from || x > to) continue;
-        }
-        if (!first) body.push_back(',');
-        first = false;
-        AppendPoint(&body, p);
-      }
-      body += "]}";
-    }
-    body += "]}\n";
-    return respond(HttpResponse::Json(200, std::move(body)));
-  }
+  int64_t buckets = 0;  // 0: raw points
+};
 
-  // One grid for all runs: the requested range, else the union of their ranges.
-  storage::BucketGrid grid;
-  grid.count = static_cast<uint32_t>(buckets);
+// Reads project, run (one or more), x, from, to and buckets; an error response when one is missing
+// or malformed.
+std::optional<HttpResponse> ParseSeriesQuery(const HttpRequest& req, SeriesQuery* q) {
+  q->project = req.Param("project", "default");
+  q->runs = req.Params("run");
+  if (q->runs.empty()) return HttpResponse::Error(400, "query parameter 'run' (one or more) is required");
+  if (q->runs.size() > kMaxSeriesPerQuery) return HttpResponse::Error(400, "too many runs in one query");
+  q->x_text = req.Param("x", "step");
+  if (!ParseAxis(q->x_text, &q->axis)) return HttpResponse::Error(400, "x must be step, time or relative");
+  if (std::string v = req.Param("from"); !v.empty() && !ParseDouble(v, &q->from)) {
+    return HttpResponse::Error(400, "from must be a finite number");
+  }
+  if (std::string v = req.Param("to"); !v.empty() && !ParseDouble(v, &q->to)) {
+    return HttpResponse::Error(400, "to must be a finite number");
+  }
+  if (std::string v = req.Param("buckets"); !v.empty()) {
+    if (!ParseInt(v, &q->buckets) || q->buckets < 1 || q->buckets > kMaxBuckets) {
+      return HttpResponse::Error(400, "buckets must be an integer from 1 to " + std::to_string(kMaxBuckets));
+    }
+  }
+  return std::nullopt;
+}
+
+// One grid for all runs of a metric: the requested range, else the union of their ranges. False
+// when `to` is below `from`.
+bool GridOf(ApiContext& ctx, const SeriesQuery& q, const std::string& metric, storage::BucketGrid* grid) {
+  grid->count = static_cast<uint32_t>(q.buckets);
   double lo = INFINITY, hi = -INFINITY;
-  for (const std::string& run : runs) {
+  for (const std::string& run : q.runs) {
     double a, b;
-    if (ctx.engine.XRange({project, run, metric}, axis, &a, &b).ok()) {
+    if (ctx.engine.XRange({q.project, run, metric}, q.axis, &a, &b).ok()) {
       lo = std::min(lo, a);
       hi = std::max(hi, b);
     }
   }
-  grid.from = std::isfinite(from) ? from : (std::isfinite(lo) ? lo : 0);
-  grid.to = std::isfinite(to) ? to : (std::isfinite(hi) ? std::max(hi, grid.from) : grid.from);
-  if (grid.to < grid.from) return respond(HttpResponse::Error(400, "to is below from"));
-  body += ",\"grid\":{\"from\":";
-  AppendNumber(&body, grid.from, NonFinite::kStrings);
-  body += ",\"to\":";
-  AppendNumber(&body, grid.to, NonFinite::kStrings);
-  body += ",\"buckets\":" + std::to_string(grid.count) + ",\"width\":";
-  AppendNumber(&body, grid.Width(), NonFinite::kStrings);
-  body += "},\"series\":[";
-  for (size_t i = 0; i < runs.size(); ++i) {
-    std::vector<storage::Bucket> out;
-    Status s = ctx.engine.Downsample({project, runs[i], metric}, axis, grid, &out);
-    if (i) body.push_back(',');
-    body += "{\"run\":";
-    AppendString(&body, runs[i]);
+  grid->from = std::isfinite(q.from) ? q.from : (std::isfinite(lo) ? lo : 0);
+  grid->to = std::isfinite(q.to) ? q.to : (std::isfinite(hi) ? std::max(hi, grid->from) : grid->from);
+  return grid->to >= grid->from;
+}
+
+void AppendGrid(std::string* body, const storage::BucketGrid& grid) {
+  *body += "{\"from\":";
+  AppendNumber(body, grid.from, NonFinite::kStrings);
+  *body += ",\"to\":";
+  AppendNumber(body, grid.to, NonFinite::kStrings);
+  *body += ",\"buckets\":" + std::to_string(grid.count) + ",\"width\":";
+  AppendNumber(body, grid.Width(), NonFinite::kStrings);
+  body->push_back('}');
+}
+
+void AppendRawSeries(ApiContext& ctx, const SeriesQuery& q, const std::string& metric, std::string* body) {
+  *body += ",\"series\":[";
+  for (size_t i = 0; i < q.runs.size(); ++i) {
+    std::vector<storage::Point> points;
+    storage::SeriesReadOptions options;
+    if (q.axis == storage::XAxis::kStep) {
+      options.from_step = ClampToStep(std::ceil(q.from));
+      options.to_step = ClampToStep(std::floor(q.to));
+      if (q.from > 0x1p63 || q.to < -0x1p63) options.to_step = options.from_step - 1;  // empty range
+    }
+    Status s = ctx.engine.ReadSeries({q.project, q.runs[i], metric}, options, &points);
+    if (i) body->push_back(',');
+    *body += "{\"run\":";
+    AppendString(body, q.runs[i]);
     if (!s.ok()) {
-      body += ",\"error\":";
-      AppendString(&body, s.message());
+      *body += ",\"error\":";
+      AppendString(body, s.message());
+      *body += ",\"points\":[]}";
+      continue;
     }
-    body += ",\"buckets\":[";
-    for (size_t k = 0; k < out.size(); ++k) {
-      const storage::Bucket& b = out[k];
-      if (k) body.push_back(',');
-      body += "{\"i\":" + std::to_string(b.index) + ",\"count\":" + std::to_string(b.count) +
-              ",\"nan_count\":" + std::to_string(b.nan_count) + ",\"min\":";
-      // A bucket of NaNs only has no min or max.
-      const bool has_range = b.count > b.nan_count;
-      if (has_range) AppendNumber(&body, b.min, NonFinite::kStrings); else body += "null";
-      body += ",\"max\":";
-      if (has_range) AppendNumber(&body, b.max, NonFinite::kStrings); else body += "null";
-      body += ",\"first\":";
-      AppendNumber(&body, b.first, NonFinite::kStrings);
-      body += ",\"last\":";
-      AppendNumber(&body, b.last, NonFinite::kStrings);
-      body += ",\"first_step\":";
-      AppendInt(&body, b.first_step);
-      body += ",\"last_step\":";
-      AppendInt(&body, b.last_step);
-      body += ",\"sum\":";
-      AppendNumber(&body, b.sum, NonFinite::kStrings);
-      body.push_back('}');
+    double origin = 0;
+    if (q.axis == storage::XAxis::kRelativeTime) {
+      if (auto run = ctx.engine.GetRun(q.project, q.runs[i])) origin = run->start_time;
     }
-    body += "]}";
+    *body += ",\"points\":[";
+    bool first = true;
+    for (const storage::Point& p : points) {
+      if (q.axis != storage::XAxis::kStep) {
+        double x = p.time - origin;
+        if (x < q.from || x > q.to) continue;
+      }
+      if (!first) body->push_back(',');
+      first = false;
+      AppendPoint(body, p);
+    }
+    *body += "]}";
+  }
+  *body += "]}\n";
+}
+
+// A bucket's min or max: null for a bucket of NaNs only.
+void AppendRangeEnd(std::string* body, const storage::Bucket& b, double v) {
+  if (b.count > b.nan_count) AppendNumber(body, v, NonFinite::kStrings); else *body += "null";
+}
+
+void AppendBucketObjects(const std::vector<storage::Bucket>& buckets, std::string* body) {
+  *body += ",\"buckets\":[";
+  for (size_t k = 0; k < buckets.size(); ++k) {
+    const storage::Bucket& b = buckets[k];
+    if (k) body->push_back(',');
+    *body += "{\"i\":" + std::to_string(b.index) + ",\"count\":" + std::to_string(b.count) +
+             ",\"nan_count\":" + std::to_string(b.nan_count) + ",\"min\":";
+    AppendRangeEnd(body, b, b.min);
+    *body += ",\"max\":";
+    AppendRangeEnd(body, b, b.max);
+    *body += ",\"first\":";
+    AppendNumber(body, b.first, NonFinite::kStrings);
+    *body += ",\"last\":";
+    AppendNumber(body, b.last, NonFinite::kStrings);
+    *body += ",\"first_step\":";
+    AppendInt(body, b.first_step);
+    *body += ",\"last_step\":";
+    AppendInt(body, b.last_step);
+    *body += ",\"sum\":";
+    AppendNumber(body, b.sum, NonFinite::kStrings);
+    body->push_back('}');
+  }
+  body->push_back(']');
+}
+
+// The same fields, one array per field: a third of the bytes, and far quicker for a browser to
+// parse than as many small objects.
+void AppendBucketColumns(const std::vector<storage::Bucket>& buckets, std::string* body) {
+  auto column = [&](const char* name, auto append) {
+    *body += ",\"";
+    *body += name;
+    *body += "\":[";
+    for (size_t k = 0; k < buckets.size(); ++k) {
+      if (k) body->push_back(',');
+      append(buckets[k]);
+    }
+    body->push_back(']');
+  };
+  using B = storage::Bucket;
+  column("i", [&](const B& b) { AppendInt(body, b.index); });
+  column("count", [&](const B& b) { AppendInt(body, static_cast<int64_t>(b.count)); });
+  column("nan_count", [&](const B& b) { AppendInt(body, static_cast<int64_t>(b.nan_count)); });
+  column("min", [&](const B& b) { AppendRangeEnd(body, b, b.min); });
+  column("max", [&](const B& b) { AppendRangeEnd(body, b, b.max); });
+  column("first", [&](const B& b) { AppendNumber(body, b.first, NonFinite::kStrings); });
+  column("last", [&](const B& b) { AppendNumber(body, b.last, NonFinite::kStrings); });
+  column("first_step", [&](const B& b) { AppendInt(body, b.first_step); });
+  column("last_step", [&](const B& b) { AppendInt(body, b.last_step); });
+  column("sum", [&](const B& b) { AppendNumber(body, b.sum, NonFinite::kStrings); });
+}
+
+// `"grid":{...},"series":[...]` of one metric, downsampled; each run's buckets as objects or columns.
+void AppendDownsampled(ApiContext& ctx, const SeriesQuery& q, const std::string& metric,
+                       const storage::BucketGrid& grid, bool columns, std::string* body) {
+  *body += ",\"grid\":";
+  AppendGrid(body, grid);
+  *body += ",\"series\":[";
+  for (size_t i = 0; i < q.runs.size(); ++i) {
+    std::vector<storage::Bucket> out;
+    Status s = ctx.engine.Downsample({q.project, q.runs[i], metric}, q.axis, grid, &out);
+    if (i) body->push_back(',');
+    *body += "{\"run\":";
+    AppendString(body, q.runs[i]);
+    if (!s.ok()) {
+      *body += ",\"error\":";
+      AppendString(body, s.message());
+    }
+    if (columns) AppendBucketColumns(out, body); else AppendBucketObjects(out, body);
+    body->push_back('}');
+  }
+  body->push_back(']');
+}
+
+// GET /api/v1/series?project=P&run=R1&run=R2&metric=M[&x=step|time|relative][&from=&to=][&buckets=N]
+void HandleSeries(ApiContext& ctx, HttpRequest&& req, Responder respond) {
+  SeriesQuery q;
+  if (auto error = ParseSeriesQuery(req, &q)) return respond(std::move(*error));
+  std::string metric = req.Param("metric");
+  if (metric.empty()) return respond(HttpResponse::Error(400, "query parameter 'metric' is required"));
+  std::string body = "{\"metric\":";
+  AppendString(&body, metric);
+  body += ",\"x\":\"" + q.x_text + "\"";
+  if (q.buckets == 0) {
+    AppendRawSeries(ctx, q, metric, &body);
+    return respond(HttpResponse::Json(200, std::move(body)));
+  }
+  storage::BucketGrid grid;
+  if (!GridOf(ctx, q, metric, &grid)) return respond(HttpResponse::Error(400, "to is below from"));
+  AppendDownsampled(ctx, q, metric, grid, /*columns=*/false, &body);
+  body += "}\n";
+  respond(HttpResponse::Json(200, std::move(body)));
+}
+
+// GET /api/v1/series/batch?project=P&run=R1&run=R2&metric=M1&metric=M2&buckets=N[&x=][&from=&to=]:
+// what /api/v1/series?buckets=N answers for each metric (its own grid), in one response, each
+// bucket field a column: a page of charts in a few requests instead of one per chart.
+void HandleSeriesBatch(ApiContext& ctx, HttpRequest&& req, Responder respond) {
+  SeriesQuery q;
+  if (auto error = ParseSeriesQuery(req, &q)) return respond(std::move(*error));
+  std::vector<std::string> metrics = req.Params("metric");
+  if (metrics.empty()) return respond(HttpResponse::Error(400, "query parameter 'metric' (one or more) is required"));
+  if (q.buckets == 0) return respond(HttpResponse::Error(400, "query parameter 'buckets' is required"));
+  if (metrics.size() * q.runs.size() > kMaxSeriesPerQuery) {
+    return respond(HttpResponse::Error(400, "more than " + std::to_string(kMaxSeriesPerQuery) +
+                                                " series (runs × metrics) in one query"));
+  }
+  std::string body = "{\"x\":\"" + q.x_text + "\",\"metrics\":[";
+  for (size_t m = 0; m < metrics.size(); ++m) {
+    storage::BucketGrid grid;
+    if (!GridOf(ctx, q, metrics[m], &grid)) return respond(HttpResponse::Error(400, "to is below from"));
+    if (m) body.push_back(',');
+    body += "{\"metric\":";
+    AppendString(&body, metrics[m]);
+    AppendDownsampled(ctx, q, metrics[m], grid, /*columns=*/true, &body);
+    body.push_back('}');
   }
   body += "]}\n";
   respond(HttpResponse::Json(200, std::move(body)));
@@ -415,6 +512,7 @@ void RegisterQueryRoutes(HttpServer& server, ApiContext& ctx) {
   add("/api/v1/run", HandleRun);
   add("/api/v1/metrics", HandleMetrics);
   add("/api/v1/series", HandleSeries);
+  add("/api/v1/series/batch", HandleSeriesBatch);
   add("/api/v1/series/superseded", HandleSuperseded);
   add("/api/v1/export", HandleExport);
 }

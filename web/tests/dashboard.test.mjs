@@ -29,6 +29,16 @@ function run(project, id, steps, { rate = 80, jitter = 0.02, seed = 1, accuracy 
   return out;
 }
 
+const SPIKY = { steps: 10000, spikeStep: 6661, spike: 5, level: 1 };
+function spiky() {
+  const out = [];
+  for (let step = 0; step < SPIKY.steps; step++) {
+    const loss = step === SPIKY.spikeStep ? SPIKY.spike : SPIKY.level + 0.001 * (step % 3);
+    out.push({ project: 'zoom', run: 'spiky', step, time: T0 + 0.1 * step, metrics: { loss } });
+  }
+  return out;
+}
+
 // Every run exists before the first test, so the runs table has a fixed content throughout.
 const RUNS = {
   'vision/resnet-lr1e-3': run('vision', 'resnet-lr1e-3', 200, { rate: 60, seed: 1 }),
@@ -40,6 +50,8 @@ const RUNS = {
   'nlp/live': run('nlp', 'live', 50, { seed: 5, accuracy: false }),
   // Healthy training records (a smoothly falling loss), then a NaN during the alerts test.
   'nlp/diverge': run('nlp', 'diverge', 80, { rate: 400, jitter: 0, accuracy: false }),
+  // Zoom: a long flat line with a one-step spike that only full resolution draws as a point.
+  'zoom/spiky': spiky(),
 };
 const ALL = Object.keys(RUNS).sort();
 
@@ -144,6 +156,60 @@ suite.test('moving the smoothing slider changes the line', async ({ open }) => {
   await slider.fill('0.95');
   await poll(async () => pixelDiff(unsmoothed, await chart.screenshot()) >= 50,
     { timeout: 5000, what: 'the chart to change after smoothing 0 → 0.95' });
+});
+
+suite.test('drag-zoom refetches the range and shows the points the overview could not', async ({ open }) => {
+  const page = await open('/#/scalars?runs=zoom/spiky&smoothing=0');
+  const series = []; // the /api/v1/series requests of the page, in order
+  page.on('request', (r) => { if (r.url().includes('/api/v1/series')) series.push(new URL(r.url()).searchParams); });
+  const chart = byTestId(page, 'chart', { metric: 'loss' });
+  await waitLastStep(chart, SPIKY.steps - 1);
+  const overview = Number(await chart.getAttribute('data-bucket-max'));
+  assert.ok(overview > 1, `the overview is downsampled: data-bucket-max ${overview}`);
+
+  // The tooltip at a step's position names the nearest point drawn, and its value.
+  const over = chart.locator('.u-over');
+  const tooltip = chart.locator('.chart-tooltip');
+  const hoverStep = async (step, [from, to]) => {
+    const box = await over.boundingBox();
+    await page.mouse.move(box.x + ((step - from) / (to - from)) * box.width, box.y + box.height / 2);
+    await tooltip.waitFor({ state: 'visible' });
+    return (await tooltip.innerText()).replace(/\s+/g, ' ');
+  };
+  const before = await hoverStep(SPIKY.spikeStep, [0, SPIKY.steps - 1]);
+  // Where the spike's step happens to be a bucket's first or last point, the overview draws it too.
+  const requested = Number(series.at(-1)?.get('buckets'));
+  const width = (SPIKY.steps - 1) / requested;
+  const bucket = Math.floor(SPIKY.spikeStep / width);
+  const atEdge = [Math.ceil(bucket * width), Math.ceil((bucket + 1) * width) - 1].includes(SPIKY.spikeStep);
+  console.log(`overview: ${requested} buckets, up to ${overview} points each; tooltip at step ${SPIKY.spikeStep}: "${before}"`);
+  if (!atEdge) assert.doesNotMatch(before, new RegExp(`step ${SPIKY.spikeStep}\\b`), 'the overview has no point at the spike');
+
+  // Drag over ~160 steps around the spike: fewer steps than buckets, so the server sends every point.
+  const box = await over.boundingBox();
+  const px = (step) => box.x + (step / (SPIKY.steps - 1)) * box.width;
+  const y = box.y + box.height / 2;
+  const fetched = series.length;
+  await page.mouse.move(px(SPIKY.spikeStep - 80), y);
+  await page.mouse.down();
+  await page.mouse.move(px(SPIKY.spikeStep + 80), y, { steps: 8 });
+  await page.mouse.up();
+  const range = await poll(() => {
+    const q = new URLSearchParams(new URL(page.url()).hash.split('?')[1] || '');
+    return q.has('from') && q.has('to') && [Number(q.get('from')), Number(q.get('to'))];
+  }, { what: 'from/to in the URL after the drag' });
+  assert.ok(range[0] < SPIKY.spikeStep && SPIKY.spikeStep < range[1] && range[1] - range[0] < requested,
+    `zoom range ${range} holds the spike and fewer steps than buckets (${requested})`);
+  const refetch = await poll(() => series.slice(fetched).find((q) => Number(q.get('from')) === range[0] &&
+    Number(q.get('to')) === range[1]), { what: `a /api/v1/series request for [${range}]` });
+  assert.equal(refetch.get('metric'), 'loss');
+  await poll(async () => (await chart.getAttribute('data-bucket-max')) === '1',
+    { timeout: 10000, what: 'data-bucket-max="1" (every point drawn as it is) after the zoom' });
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height + 60); // leave, then come back
+  const after = await hoverStep(SPIKY.spikeStep, range);
+  console.log(`zoomed to [${range}]: tooltip at step ${SPIKY.spikeStep}: "${after}"`);
+  assert.match(after, new RegExp(`step ${SPIKY.spikeStep}\\b`), 'the spike is a point of the zoomed chart');
+  assert.match(after, new RegExp(`\\b${SPIKY.spike}\\b`), `the tooltip shows the spike's value ${SPIKY.spike}`);
 });
 
 suite.test('a point written during the test appears without reload', async ({ open, server }) => {

@@ -33,6 +33,9 @@ const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const CHROMIUM_ARGS = [
   '--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
   '--disable-component-update', '--no-first-run',
+  // headless Chromium 156 otherwise opens its omnibox popup WebUI (a renderer of its own, ~1 CPU-s)
+  // with every new browser context, i.e. every page a test opens
+  '--disable-features=WebUIOmniboxPopup,WebUIOmniboxFullPopup,WebUIOmniboxAimPopup',
 ];
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -309,6 +312,66 @@ export function decodePng(buf) {
   return { width, height, data: out };
 }
 
+const CRC_TABLE = Array.from({ length: 256 }, (_, n) => {
+  let c = n;
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+  return c >>> 0;
+});
+function crc32(buf) {
+  let c = 0xffffffff;
+  for (const b of buf) c = CRC_TABLE[(c ^ b) & 0xff] ^ (c >>> 8);
+  return (c ^ 0xffffffff) >>> 0;
+}
+
+/** An RGB PNG of width × height whose pixel (x, y) is rgb(x, y) → [r, g, b] (images to write). */
+export function encodePng(width, height, rgb) {
+  const raw = Buffer.alloc(height * (1 + 3 * width));
+  for (let y = 0; y < height; y++) {
+    raw[y * (1 + 3 * width)] = 0; // filter: none
+    for (let x = 0; x < width; x++) {
+      const [r, g, b] = rgb(x, y);
+      raw.set([r, g, b], y * (1 + 3 * width) + 1 + 3 * x);
+    }
+  }
+  const chunk = (type, data) => {
+    const len = Buffer.alloc(4);
+    len.writeUInt32BE(data.length);
+    const body = Buffer.concat([Buffer.from(type, 'ascii'), data]);
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(crc32(body));
+    return Buffer.concat([len, body, crc]);
+  };
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(width, 0);
+  ihdr.writeUInt32BE(height, 4);
+  ihdr.set([8, 2, 0, 0, 0], 8); // 8-bit RGB, no interlace
+  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', ihdr), chunk('IDAT', zlib.deflateSync(raw)), chunk('IEND', Buffer.alloc(0))]);
+}
+
+/** The mean colour of a screenshot: [r, g, b]. */
+export function meanColor(png) {
+  const { data } = decodePng(png);
+  const sum = [0, 0, 0];
+  for (let i = 0; i < data.length; i += 4) for (let k = 0; k < 3; k++) sum[k] += data[i + k];
+  const n = data.length / 4;
+  return sum.map((v) => Math.round(v / n));
+}
+
+/** For each pixel column of a screenshot, the row of its topmost clearly coloured pixel (chroma
+ *  > 40, as inkStats counts), or Infinity for a column without one. */
+export function columnTops(png) {
+  const { width, height, data } = decodePng(png);
+  const tops = new Array(width).fill(Infinity);
+  for (let y = height - 1; y >= 0; y--) {
+    for (let x = 0; x < width; x++) {
+      const i = (y * width + x) * 4;
+      if (Math.max(data[i], data[i + 1], data[i + 2]) - Math.min(data[i], data[i + 1], data[i + 2]) > 40) tops[x] = y;
+    }
+  }
+  return tops;
+}
+
 /** Pixel statistics of a screenshot against its background (the most common colour):
  *  `ink` pixels differ from it, `colored` ones of those are clearly not grey (chroma > 40). */
 export function inkStats(png) {
@@ -405,8 +468,9 @@ export function browserSuite({ alerting = null, serverArgs = [], setup = async (
     const ctx = {
       suite,
       server: suite.server,
-      /** A fresh browser context and page at `route` (a path like "/#/runs"). */
-      async open(route, { viewport = { width: 1280, height: 800 } } = {}) {
+      /** A fresh browser context and page at `route` (a path like "/#/runs"); `init` runs in the
+       *  page before the app (Playwright's addInitScript), e.g. to put a key in localStorage. */
+      async open(route, { viewport = { width: 1280, height: 800 }, init = null, initArg = undefined } = {}) {
         if (!browser) throw new Error('the browser did not start (see the before hook)');
         const context = await browser.newContext({ viewport });
         const page = await context.newPage();
@@ -426,6 +490,7 @@ export function browserSuite({ alerting = null, serverArgs = [], setup = async (
           entry.errors.push(msg);
           suite.errors.push(msg);
         });
+        if (init) await page.addInitScript(init, initArg);
         await page.goto(suite.baseUrl + route);
         return page;
       },

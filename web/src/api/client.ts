@@ -1,4 +1,5 @@
-import { authHeaders, waitForKey } from './auth'
+import { traceEnd, traceStart } from '../lib/trace'
+import { apiKey, authHeaders, waitForKey } from './auth'
 import type {
   AckRequest,
   AckResponse,
@@ -6,17 +7,21 @@ import type {
   AlertsResponse,
   BucketSeriesResponse,
   HistogramsResponse,
+  ImagesResponse,
   InfoResponse,
   JsonNumber,
+  MediaQuery,
   MetricsResponse,
   RawSeriesResponse,
   RunDetail,
   RunsQuery,
   RunsResponse,
+  SeriesBatchResponse,
   SeriesQuery,
   SilenceRequest,
   SilenceResponse,
   SilencesResponse,
+  TextsResponse,
 } from './types'
 
 export class ApiError extends Error {
@@ -57,7 +62,9 @@ class Limiter {
   private queue: Array<() => void> = []
   constructor(private max: number) {}
   async run<T>(f: () => Promise<T>): Promise<T> {
+    const t0 = traceStart()
     if (this.active >= this.max) await new Promise<void>((r) => this.queue.push(r))
+    traceEnd('queue', t0)
     this.active++
     try {
       return await f()
@@ -74,18 +81,24 @@ async function request<T>(path: string, init: RequestInit = {}, signal?: AbortSi
   for (let attempt = 0; ; attempt++) {
     const headers: Record<string, string> = { ...authHeaders() }
     if (init.body) headers['Content-Type'] = 'application/json'
+    const t0 = traceStart()
     const res = await fetch(path, { ...init, headers, signal, cache: 'no-store' })
+    traceEnd('fetch', t0, path)
     if (res.status === 401 && attempt < 5) {
       await waitForKey(attempt > 0 || !!authHeaders().Authorization)
       continue
     }
+    const t1 = traceStart()
     const text = await res.text()
+    traceEnd('body', t1, path)
+    const t2 = traceStart()
     let body: unknown = undefined
     try {
       body = text ? JSON.parse(text) : undefined
     } catch {
       /* not JSON */
     }
+    traceEnd('parse', t2, path)
     if (!res.ok) {
       const msg =
         body && typeof body === 'object' && 'error' in body ? String((body as { error: unknown }).error) : text || res.statusText
@@ -130,6 +143,13 @@ export const api = {
     return seriesLimiter.run(() => request<BucketSeriesResponse>(`/api/v1/series${qs}`, {}, signal))
   },
 
+  /** Downsampled series of several metrics (`/api/v1/series/batch`), through the same limit. Charts
+   *  use it through fetchChartBuckets (./seriesBatch.ts), which gathers their asks. */
+  seriesBatch(q: Omit<SeriesQuery, 'metric'> & { metrics: string[]; buckets: number }, signal?: AbortSignal): Promise<SeriesBatchResponse> {
+    const qs = queryString({ project: q.project, run: q.runs, metric: q.metrics, x: q.x, from: q.from, to: q.to, buckets: q.buckets })
+    return seriesLimiter.run(() => request<SeriesBatchResponse>(`/api/v1/series/batch${qs}`, {}, signal))
+  },
+
   seriesRaw(q: SeriesQuery, signal?: AbortSignal): Promise<RawSeriesResponse> {
     const qs = queryString({ project: q.project, run: q.runs, metric: q.metric, x: q.x, from: q.from, to: q.to })
     return seriesLimiter.run(() => request<RawSeriesResponse>(`/api/v1/series${qs}`, {}, signal))
@@ -145,6 +165,12 @@ export const api = {
   /** `GET /api/v1/graph`: the model graph the writer sent */
   graph: (project: string, run: string, signal?: AbortSignal) => request<unknown>(`/api/v1/graph${queryString({ project, run })}`, {}, signal),
 
+  /** `GET /api/v1/images`: a run's images (of one tag with `name`), by step and index */
+  images: (q: MediaQuery, signal?: AbortSignal) => request<ImagesResponse>(`/api/v1/images${queryString({ ...q })}`, {}, signal),
+
+  /** `GET /api/v1/texts` */
+  texts: (q: MediaQuery, signal?: AbortSignal) => request<TextsResponse>(`/api/v1/texts${queryString({ ...q })}`, {}, signal),
+
   alerts: (q: AlertsQuery = {}, signal?: AbortSignal) =>
     request<AlertsResponse>(`/api/v1/alerts${queryString({ ...q })}`, {}, signal),
 
@@ -153,6 +179,13 @@ export const api = {
   silence: (body: SilenceRequest) => post<SilenceResponse>('/api/v1/silences', body),
 
   silences: () => request<SilencesResponse>('/api/v1/silences'),
+}
+
+/** An image's `url` (`/api/v1/blobs/<sha256>`) for an <img>: the browser fetches it without our
+ *  headers, so the API key (when there is one) goes in the query, which the server accepts too. */
+export function blobSrc(url: string): string {
+  if (!url.startsWith('/api/v1/blobs/')) return ''
+  return apiKey.value ? `${url}?key=${encodeURIComponent(apiKey.value)}` : url
 }
 
 export function isAbort(e: unknown): boolean {

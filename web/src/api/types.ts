@@ -20,6 +20,10 @@ export type BucketSeries = schema.BucketSeries
 export type RawSeriesResponse = schema.SeriesRaw
 /** `GET /api/v1/series?buckets=N` */
 export type BucketSeriesResponse = schema.SeriesDownsampled
+/** One run's buckets in `GET /api/v1/series/batch`, a column per field */
+export type BucketColumns = schema.BucketColumns
+/** `GET /api/v1/series/batch` */
+export type SeriesBatchResponse = schema.SeriesBatch
 export type Alert = schema.Alert
 export type AlertKind = Alert['kind']
 export type AlertStatus = schema.AlertStatus
@@ -42,6 +46,15 @@ export type LiveMessage = schema.LiveMessage
 export type HistogramsResponse = schema.HistogramList
 /** `GET /api/v1/graph`: writer-supplied JSON, so readers check it (lib/decode.ts). */
 export type GraphNodeJson = schema.GraphNode
+
+/** One image of `GET /api/v1/images` (a tag at a step; `index` tells several apart) */
+export type ImageEntry = schema.ImageInfo
+/** `GET /api/v1/images` */
+export type ImagesResponse = schema.ImageList
+/** One text of `GET /api/v1/texts` */
+export type TextEntry = schema.TextEntry
+/** `GET /api/v1/texts` */
+export type TextsResponse = schema.TextList
 
 /** Any JSON value (a run's config). */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue }
@@ -81,6 +94,16 @@ export interface SeriesQuery {
   from?: number
   to?: number
   buckets?: number
+}
+
+/** `GET /api/v1/images` and `/api/v1/texts` */
+export interface MediaQuery {
+  project: string
+  run: string
+  name?: string
+  from?: number
+  to?: number
+  limit?: number
 }
 
 export interface AlertsQuery {

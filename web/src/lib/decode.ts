@@ -44,3 +44,4 @@ export function decodeGraph(body: unknown, depth = 0): GraphNode {
   const children = Array.isArray(body.children) ? body.children.map((c) => decodeGraph(c, depth + 1)) : []
   return { name: String(body.name ?? ''), type: String(body.type ?? ''), params, children }
 }
+

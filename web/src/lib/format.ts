@@ -32,6 +32,20 @@ export function fmtTime(unix: number): string {
   return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`
 }
 
+/** A wall-time axis label (24-hour clock, local time), for the line charts' x axes and the GPU
+ *  heatmap alike: seconds shown only when the labels are under a minute apart, the date (MM-DD)
+ *  only when the axis spans a day or more, the year and month only when labels are
+ *  that far apart. */
+export function fmtTimeTick(unix: number, labelSpacing: number, axisSpan: number): string {
+  const full = fmtTime(unix) // YYYY-MM-DD HH:MM:SS
+  if (full === '–') return ''
+  if (labelSpacing >= 365 * 86400) return full.slice(0, 4) // YYYY
+  if (labelSpacing >= 28 * 86400) return full.slice(0, 7) // YYYY-MM
+  if (labelSpacing >= 86400) return full.slice(5, 10) // MM-DD
+  const clock = labelSpacing < 60 ? full.slice(11) : full.slice(11, 16)
+  return axisSpan >= 86400 ? `${full.slice(5, 10)} ${clock}` : clock
+}
+
 /** Validates a user regular expression; returns it, or the reason it is invalid. */
 export function compileRegex(src: string, flags = 'i'): { re: RegExp | null; error: string } {
   if (!src) return { re: null, error: '' }

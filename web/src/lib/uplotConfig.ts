@@ -2,7 +2,7 @@
 // the selected x range to the page (which puts it in the URL) instead of zooming locally.
 import type uPlot from 'uplot'
 import type { XMode } from '../components/ScalarChart.vue'
-import { fmtDuration } from './format'
+import { fmtDuration, fmtTimeTick } from './format'
 import type { chartColors } from './theme'
 
 /** A y (or step) axis label: 4 significant digits, exponents for very small or large values. */
@@ -13,14 +13,20 @@ export function fmtAxis(v: number | null): string {
   return String(Number(v.toPrecision(4)))
 }
 
-/** The x and y axes in the theme's colours; wall-time x labels are uPlot's own date format. */
+/** The x and y axes in the theme's colours; wall-time x labels as the GPU heatmap's (fmtTimeTick). */
 export function chartAxes(colors: ReturnType<typeof chartColors>, xMode: () => XMode): uPlot.Axis[] {
   const grid = { stroke: colors.grid, width: 1 }
   const font = '11px system-ui, sans-serif'
-  const xValues = (_u: uPlot, splits: number[]) =>
-    splits.map((v) => (v == null ? '' : xMode() === 'relative' ? fmtDuration(v) : fmtAxis(v)))
+  const xValues = (u: uPlot, splits: number[], _axis: number, _space: number, incr: number) => {
+    const span = (u.scales.x.max ?? 0) - (u.scales.x.min ?? 0)
+    return splits.map((v) => {
+      if (v == null) return ''
+      if (xMode() === 'wall') return fmtTimeTick(v, incr, span)
+      return xMode() === 'relative' ? fmtDuration(v) : fmtAxis(v)
+    })
+  }
   return [
-    { stroke: colors.axis, grid, ticks: grid, ...(xMode() === 'wall' ? {} : { values: xValues }), font },
+    { stroke: colors.axis, grid, ticks: grid, values: xValues, font },
     { stroke: colors.axis, grid, ticks: grid, size: 60, values: (_u, splits) => splits.map((v) => fmtAxis(v)), font },
   ]
 }
