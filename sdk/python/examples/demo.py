@@ -2,8 +2,10 @@
 
     PYTHONPATH=build/python python3 sdk/python/examples/demo.py --server http://127.0.0.1:8080
 
-It logs train loss, validation loss and accuracy, the learning rate and samples per second, and
-watches the model (gradient norms per layer, weight/gradient histograms, update ratios, graph).
+It logs train loss, validation loss and accuracy, the learning rate and samples per second, every
+500 steps eight validation digits (images, the model's guess beside the truth in each caption) and
+a per-class accuracy table (text), and watches the model (gradient norms per layer,
+weight/gradient histograms, update ratios, graph).
 It trains for about --seconds (default 120) over --steps steps (pacing with short sleeps), and at
 --blowup-at (a fraction of the steps) multiplies the learning rate by --blowup-factor: the loss
 spikes and the gradient norms explode, which is what trainwatch is for. `make run` starts it.
@@ -13,6 +15,7 @@ import os
 import sys
 import time
 
+import numpy as np
 import torch
 from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
@@ -97,6 +100,8 @@ def main():
                 metrics.update(evaluate(model, loss_fn, x_val, y_val))
             run.log(metrics, step=step)
 
+            if step % 500 == 0 or step == args.steps - 1:
+                log_samples(run, model, x_val, y_val, step)
             if step % 500 == 0:
                 print("step %5d  loss %.4f  lr %.4g" % (step, float(loss), lr), flush=True)
             # pace the run so that it lasts about --seconds
@@ -114,6 +119,22 @@ def evaluate(model, loss_fn, x_val, y_val):
         loss = loss_fn(logits, y_val)
         accuracy = (logits.argmax(dim=1) == y_val).float().mean()
     return {"val/loss": loss, "val/accuracy": accuracy}
+
+
+def log_samples(run, model, x_val, y_val, step, count=8):
+    """The first `count` validation digits (8x8, drawn 4x larger) with the model's guess beside the
+    truth in each caption, and a per-class accuracy table as text."""
+    model.eval()
+    with torch.no_grad():
+        predicted = model(x_val).argmax(dim=1)
+    digits = [np.kron(x_val[i].reshape(8, 8).numpy(), np.ones((4, 4))) for i in range(count)]
+    run.log_image("samples/digits", digits, step=step,
+                  caption=["predicted %d, true %d" % (predicted[i], y_val[i]) for i in range(count)])
+    rows = ["| digit | accuracy |", "|---|---|"]
+    for digit in range(10):
+        mask = y_val == digit
+        rows.append("| %d | %.1f%% |" % (digit, 100 * float((predicted[mask] == digit).float().mean())))
+    run.log_text("samples/per_class_accuracy", "\n".join(rows), step=step)
 
 
 if __name__ == "__main__":
