@@ -145,6 +145,10 @@ int main(int argc, char** argv) {
   if (command == "import") return trainwatch::tools::ImportCommand(args);
   if (command == "watch") return trainwatch::tools::WatchCommand(args);
   if (command == "export") return trainwatch::tools::ExportCommand(args);
+  if (command == "help" || command == "--help" || command == "-h") {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
   if (command == "version" || command == "--version") {
     std::printf("trainwatch %s\n", trainwatch::server::kVersion);
     return 0;

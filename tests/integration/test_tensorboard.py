@@ -442,6 +442,9 @@ def test_human_summary_and_bad_arguments(module_server, golden, tmp_path):
     os.makedirs(tmp_path / "no-events")
     empty = subprocess.run([BIN, "import", str(tmp_path / "no-events")], stderr=subprocess.PIPE, env=env, timeout=30)
     assert empty.returncode == 2 and b"no event files" in empty.stderr
+    for ask in ("--help", "help", "-h"):
+        usage = subprocess.run([BIN, ask], stdout=subprocess.PIPE, timeout=30)
+        assert usage.returncode == 0 and all(b"\n  %s " % c in usage.stdout for c in (b"import", b"watch", b"export"))
 
 
 def test_import_exits_nonzero_when_the_server_does_not_acknowledge(golden, tmp_path):
