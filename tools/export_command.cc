@@ -341,19 +341,16 @@ int ExportCommand(const std::vector<std::string>& args) {
   std::string dir;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    switch (ParseServerFlag(args, &i, &flags)) {
+    int exit_code = 0;
+    switch (ParseSharedFlag(args, &i, &flags, "export", kExportUsage, &exit_code)) {
       case FlagParse::kConsumed:
         continue;
-      case FlagParse::kMissingValue:
-        std::fprintf(stderr, "trainwatch export: %s needs a value\n%s", a.c_str(), kExportUsage);
-        return 2;
+      case FlagParse::kExit:
+        return exit_code;
       case FlagParse::kNotMine:
         break;
     }
-    if (a == "--help" || a == "-h") {
-      std::fputs(kExportUsage, stdout);
-      return 0;
-    } else if (a == "--tfevents" && i + 1 < args.size()) {
+    if (a == "--tfevents" && i + 1 < args.size()) {
       dir = args[++i];
     } else if (run.empty() && !a.starts_with("-")) {
       run = a;

@@ -92,19 +92,16 @@ int ImportCommand(const std::vector<std::string>& args) {
   bool json_out = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    switch (ParseServerFlag(args, &i, &flags)) {
+    int exit_code = 0;
+    switch (ParseSharedFlag(args, &i, &flags, "import", kImportUsage, &exit_code)) {
       case FlagParse::kConsumed:
         continue;
-      case FlagParse::kMissingValue:
-        std::fprintf(stderr, "trainwatch import: %s needs a value\n%s", a.c_str(), kImportUsage);
-        return 2;
+      case FlagParse::kExit:
+        return exit_code;
       case FlagParse::kNotMine:
         break;
     }
-    if (a == "--help" || a == "-h") {
-      std::fputs(kImportUsage, stdout);
-      return 0;
-    } else if (a == "--json") {
+    if (a == "--json") {
       json_out = true;
     } else if (a == "--timeout" && i + 1 < args.size()) {
       Result<double> d = ParseDuration(args[++i]);

@@ -63,21 +63,6 @@ Result<HttpReply> HttpClient::Perform(std::string_view path, const std::string* 
   return reply;
 }
 
-std::string UrlEncode(std::string_view s) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
-
 Status RewindRunAfterFlush(Client& client, HttpClient& http, const std::string& project,
                            const std::string& run, int64_t step, double flush_timeout) {
   if (!client.Flush(flush_timeout)) {

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "common/status.h"
+#include "common/strings.h"  // UrlEncode, for the query strings built here and by the commands
 #include "trainwatch/client.h"
 
 namespace trainwatch::tools {
@@ -39,9 +40,6 @@ class HttpClient {
   std::string auth_header_;
   void* curl_;  // CURL*, kept out of this header
 };
-
-// Percent-encodes a query parameter value.
-std::string UrlEncode(std::string_view s);
 
 // A SessionLog START at `step` (TensorBoard's purge): waits until `client` has everything logged
 // so far acknowledged (at most `flush_timeout` seconds), then has every series of the run start a

@@ -14,14 +14,25 @@ ServerFlags DefaultServerFlags() {
   return flags;
 }
 
-FlagParse ParseServerFlag(const std::vector<std::string>& args, size_t* i, ServerFlags* flags) {
+FlagParse ParseSharedFlag(const std::vector<std::string>& args, size_t* i, ServerFlags* flags,
+                          std::string_view command, const char* usage, int* exit_code) {
   const std::string& a = args[*i];
+  if (a == "--help" || a == "-h") {
+    std::fputs(usage, stdout);
+    *exit_code = 0;
+    return FlagParse::kExit;
+  }
   std::string* target = a == "--project"   ? &flags->project
                         : a == "--server"  ? &flags->server
                         : a == "--api-key" ? &flags->api_key
                                            : nullptr;
   if (!target) return FlagParse::kNotMine;
-  if (*i + 1 >= args.size()) return FlagParse::kMissingValue;
+  if (*i + 1 >= args.size()) {
+    std::fprintf(stderr, "trainwatch %.*s: %s needs a value\n%s", static_cast<int>(command.size()), command.data(),
+                 a.c_str(), usage);
+    *exit_code = 2;
+    return FlagParse::kExit;
+  }
   *target = args[++*i];
   return FlagParse::kConsumed;
 }

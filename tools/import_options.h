@@ -19,9 +19,12 @@ struct ServerFlags {
 
 ServerFlags DefaultServerFlags();
 
-enum class FlagParse { kNotMine, kConsumed, kMissingValue };
-// Consumes args[*i] (and its value, advancing *i) when it is --project, --server or --api-key.
-FlagParse ParseServerFlag(const std::vector<std::string>& args, size_t* i, ServerFlags* flags);
+enum class FlagParse { kNotMine, kConsumed, kExit };
+// Consumes args[*i] when it is a flag the three commands share: --project, --server, --api-key (and
+// its value, advancing *i) or --help/-h. kExit: the command returns *exit_code now — 0 after printing
+// `usage` for --help, 2 after saying on stderr which flag of `command` lacks its value.
+FlagParse ParseSharedFlag(const std::vector<std::string>& args, size_t* i, ServerFlags* flags,
+                          std::string_view command, const char* usage, int* exit_code);
 
 // SDK settings for replaying event files: no heartbeats (stopping `watch` must not mark runs
 // crashed), Log() blocks rather than drop when the server falls behind, large in-memory queues

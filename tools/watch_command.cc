@@ -311,19 +311,16 @@ int WatchCommand(const std::vector<std::string>& args) {
   double interval = 0.25;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    switch (ParseServerFlag(args, &i, &flags)) {
+    int exit_code = 0;
+    switch (ParseSharedFlag(args, &i, &flags, "watch", kWatchUsage, &exit_code)) {
       case FlagParse::kConsumed:
         continue;
-      case FlagParse::kMissingValue:
-        std::fprintf(stderr, "trainwatch watch: %s needs a value\n%s", a.c_str(), kWatchUsage);
-        return 2;
+      case FlagParse::kExit:
+        return exit_code;
       case FlagParse::kNotMine:
         break;
     }
-    if (a == "--help" || a == "-h") {
-      std::fputs(kWatchUsage, stdout);
-      return 0;
-    } else if (a == "--state" && i + 1 < args.size()) {
+    if (a == "--state" && i + 1 < args.size()) {
       state_path = args[++i];
     } else if (a == "--interval" && i + 1 < args.size()) {
       Result<double> d = ParseDuration(args[++i]);

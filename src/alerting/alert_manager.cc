@@ -6,26 +6,9 @@
 #include <chrono>
 #include <cmath>
 
+#include "common/strings.h"
+
 namespace trainwatch::alerting {
-namespace {
-
-// Percent-encodes everything but unreserved characters (RFC 3986), for chart links.
-std::string UrlEncode(std::string_view s) {
-  static const char* kHex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
-    }
-  }
-  return out;
-}
-
-}  // namespace
 
 Result<std::unique_ptr<AlertManager>> AlertManager::Open(AlertManagerOptions options, FileSystem& fs,
                                                          const std::string& dir, Clock& clock, Logger& logger,

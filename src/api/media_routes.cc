@@ -5,6 +5,7 @@
 #include "api/json_writer.h"
 #include "api/query_params.h"
 #include "api/routes.h"
+#include "common/strings.h"
 #include "storage/sha256.h"
 
 namespace trainwatch::api {
@@ -49,7 +50,7 @@ void HandleImages(ApiContext& ctx, HttpRequest&& req, Responder respond) {
   std::string body = "[";
   for (size_t i = 0; i < images.size(); ++i) {
     const storage::ImageEntry& e = images[i];
-    const std::string sha256 = storage::HexOf(e.sha256);
+    const std::string sha256 = LowerHex(e.sha256);
     if (i) body.push_back(',');
     body += "{\"name\":";
     AppendString(&body, e.name);
@@ -116,7 +117,7 @@ void HandleBlob(ApiContext& ctx, HttpRequest&& req, Responder respond) {
     return respond(HttpResponse::Error(
         400, "'" + std::string(hex.substr(0, 80)) + "' is not a SHA-256: expected 64 hex digits"));
   }
-  const std::string etag = "\"" + storage::HexOf(sha256) + "\"";
+  const std::string etag = "\"" + LowerHex(sha256) + "\"";
   HttpResponse response;
   response.headers = {{"ETag", etag},
                       {"Cache-Control", "private, max-age=31536000, immutable"},

@@ -1,7 +1,9 @@
-// Small string helpers shared by parsers (durations, rule expressions, HTTP headers).
+// Small string helpers shared by parsers (durations, rule expressions, HTTP headers) and by the
+// places that write hex digests and URLs.
 #pragma once
 
 #include <cctype>
+#include <string>
 #include <string_view>
 
 namespace trainwatch {
@@ -22,6 +24,42 @@ inline bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
     }
   }
   return true;
+}
+
+// The value of one hex digit (either case), or -1.
+inline int HexDigitValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Lower-case hex of raw bytes (digests, signatures).
+inline std::string LowerHex(std::string_view raw) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(raw.size() * 2);
+  for (unsigned char c : raw) {
+    out.push_back(kDigits[c >> 4]);
+    out.push_back(kDigits[c & 15]);
+  }
+  return out;
+}
+
+// Percent-encodes everything but RFC 3986's unreserved characters (a query value or path segment).
+inline std::string UrlEncode(std::string_view s) {
+  static constexpr char kDigits[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kDigits[c >> 4]);
+      out.push_back(kDigits[c & 15]);
+    }
+  }
+  return out;
 }
 
 }  // namespace trainwatch

@@ -203,8 +203,7 @@ void Ingestor::Normalise(v1::WriteRequest* request, IngestResult* result) {
     for (v1::Histogram& h : *batch.mutable_histograms()) {
       if (h.time() == 0) h.set_time(now);
     }
-    if (CheckMedia(&batch, "runs[" + std::to_string(i) + "] (run '" + batch.run() + "')", limits_, now,
-                   &result->errors)) {
+    if (CheckMedia(&batch, i, limits_, now, &result->errors)) {
       runs->DeleteSubrange(i, 1);
       continue;
     }

@@ -5,17 +5,12 @@
 #include <cmath>
 #include <limits>
 
+#include "common/strings.h"
+
 namespace trainwatch::ingest {
 namespace {
 
 constexpr int kMaxDepth = 64;
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 }  // namespace
 
@@ -177,7 +172,7 @@ bool JsonScanner::ReadString(std::string* out) {
           if (pos_ + 4 > text_.size()) return false;
           *v = 0;
           for (int k = 0; k < 4; ++k) {
-            int h = HexValue(text_[pos_ + k]);
+            int h = HexDigitValue(text_[pos_ + k]);
             if (h < 0) return false;
             *v = (*v << 4) | h;
           }

@@ -71,23 +71,25 @@ void Filter(google::protobuf::RepeatedPtrField<Item>* items, Check check, Descri
 
 }  // namespace
 
-bool CheckMedia(v1::RunBatch* batch, const std::string& where, const IngestLimits& limits,
-                double now, std::vector<LineError>* errors) {
+bool CheckMedia(v1::RunBatch* batch, int batch_index, const IngestLimits& limits, double now,
+                std::vector<LineError>* errors) {
   const size_t errors_before = errors->size();
+  // Error texts are built only for what is refused.
+  auto where = [&] { return "runs[" + std::to_string(batch_index) + "] (run '" + batch->run() + "')"; };
   auto tag = [&](const std::string& name) {
     return "'" + ClipUtf8(name, limits.max_name_bytes) + "'";
   };
   Filter(
       batch->mutable_images(), [&](const v1::Image& image) { return CheckImage(image, limits); },
       [&](int i, const v1::Image& image) {
-        return where + ": images[" + std::to_string(i) + "] (tag " + tag(image.name()) + ", step " +
+        return where() + ": images[" + std::to_string(i) + "] (tag " + tag(image.name()) + ", step " +
                std::to_string(image.step()) + ", index " + std::to_string(image.index()) + ")";
       },
       now, errors);
   Filter(
       batch->mutable_texts(), [&](const v1::Text& text) { return CheckText(text, limits); },
       [&](int i, const v1::Text& text) {
-        return where + ": texts[" + std::to_string(i) + "] (tag " + tag(text.name()) + ", step " +
+        return where() + ": texts[" + std::to_string(i) + "] (tag " + tag(text.name()) + ", step " +
                std::to_string(text.step()) + ")";
       },
       now, errors);

@@ -13,10 +13,11 @@
 namespace trainwatch::ingest {
 
 // Drops the images and texts of `batch` that fail their checks, appending one error for each that
-// names the run, the tag, the step and why (`where` locates the batch: "runs[0] (run 'r')"), and
-// gives the rest the server's time `now` where they have none. Returns true when something was
-// dropped and nothing else is left in the batch (which then should not even create its run).
-bool CheckMedia(v1::RunBatch* batch, const std::string& where, const IngestLimits& limits,
-                double now, std::vector<LineError>* errors);
+// names the batch (`runs[<batch_index>] (run 'r')`), the tag, the step and why, and gives the rest
+// the server's time `now` where they have none. Returns true when something was dropped and
+// nothing else is left in the batch (which then should not even create its run). Costs nothing
+// for a batch without images and texts.
+bool CheckMedia(v1::RunBatch* batch, int batch_index, const IngestLimits& limits, double now,
+                std::vector<LineError>* errors);
 
 }  // namespace trainwatch::ingest

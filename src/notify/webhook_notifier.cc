@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "common/strings.h"
 #include "notify/http_post.h"
 
 namespace trainwatch::notify {
@@ -16,13 +17,7 @@ std::string WebhookSignature(const std::string& secret, const std::string& times
   unsigned int mac_len = 0;
   HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
        reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac, &mac_len);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out = "sha256=";
-  for (unsigned int i = 0; i < mac_len; ++i) {
-    out.push_back(kHex[mac[i] >> 4]);
-    out.push_back(kHex[mac[i] & 0xf]);
-  }
-  return out;
+  return "sha256=" + LowerHex(std::string_view(reinterpret_cast<const char*>(mac), mac_len));
 }
 
 WebhookNotifier::WebhookNotifier(WebhookOptions options, const Clock& clock)

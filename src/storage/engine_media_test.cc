@@ -40,13 +40,7 @@ class MediaTest : public ::testing::Test {
     engine_ = std::move(engine).value();
   }
 
-  void Write(v1::WriteRequest request) {
-    std::promise<Status> done;
-    engine_->Write(std::move(request),
-                   [&](const Status& s, const WriteOutcome&) { done.set_value(s); });
-    Status s = done.get_future().get();
-    ASSERT_TRUE(s.ok()) << s.ToString();
-  }
+  void Write(v1::WriteRequest request) { WriteAndWait(*engine_, std::move(request)); }
 
   void WriteImages(const std::string& run, const std::vector<ImageSpec>& images) {
     v1::WriteRequest request;

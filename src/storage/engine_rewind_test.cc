@@ -32,14 +32,7 @@ class RunRewindTest : public ::testing::Test {
     engine_ = std::move(engine).value();
   }
 
-  WriteOutcome Apply(v1::WriteRequest request) {
-    std::promise<WriteOutcome> done;
-    engine_->Write(std::move(request), [&](const Status& s, const WriteOutcome& o) {
-      EXPECT_TRUE(s.ok()) << s.ToString();
-      done.set_value(o);
-    });
-    return done.get_future().get();
-  }
+  WriteOutcome Apply(v1::WriteRequest request) { return WriteAndWait(*engine_, std::move(request)); }
 
   WriteOutcome Write(const std::string& metric, const Rows& rows) {
     v1::WriteRequest request;

@@ -51,14 +51,7 @@ class RunDataTest : public ::testing::Test {
     return batch;
   }
 
-  WriteOutcome Write(v1::WriteRequest request) {
-    std::promise<WriteOutcome> done;
-    engine_->Write(std::move(request), [&](const Status& s, const WriteOutcome& o) {
-      EXPECT_TRUE(s.ok()) << s.ToString();
-      done.set_value(o);
-    });
-    return done.get_future().get();
-  }
+  WriteOutcome Write(v1::WriteRequest request) { return WriteAndWait(*engine_, std::move(request)); }
 
   void WriteHistograms(std::vector<v1::Histogram> histograms, const std::string& run = "r") {
     v1::WriteRequest request;

@@ -1,5 +1,5 @@
 import { computed } from 'vue'
-import { route } from '../router'
+import { route, setQuery } from '../router'
 import type { XMode } from '../components/ScalarChart.vue'
 
 function numOr(v: string | undefined, d: number | undefined): number | undefined {
@@ -23,4 +23,14 @@ export function useChartState() {
   })
   const to = computed(() => (from.value === undefined ? undefined : numOr(route.query.to, undefined)))
   return { smoothing, xMode, log, from, to }
+}
+
+/** Zooms every chart to x in [from, to] (a history entry, so Back undoes the zoom). */
+export function zoomTo(from: number, to: number): void {
+  setQuery({ from: String(from), to: String(to) }, false)
+}
+
+/** Back to the whole x range. */
+export function resetZoom(): void {
+  setQuery({ from: undefined, to: undefined }, false)
 }

@@ -45,3 +45,17 @@ export function zoomOnSelect(xMode: () => XMode, zoom: (from: number, to: number
     if (b > a) zoom(a, b)
   }
 }
+
+/** The cursor: dragging selects an x range (for zoomOnSelect; uPlot itself doesn't zoom), a double-click calls reset. */
+export function dragZoomCursor(reset: () => void): uPlot.Cursor {
+  return {
+    drag: { x: true, y: false, setScale: false },
+    points: { show: false },
+    bind: {
+      dblclick: () => () => {
+        reset()
+        return null
+      },
+    },
+  }
+}
