@@ -151,8 +151,6 @@ int DetectCommand(const std::vector<std::string>& args) {
       metrics.clear();
       for (const auto& [name, value] : record.metrics) metrics.emplace_back(name, value);
       events.clear();
-      // Offline the next record's time plays the server's clock for `stalled`.
-      it->second->CheckStalled(record.time, &events);
       it->second->Observe(record.step, record.time, metrics, &events);
       for (const alerting::AlertEvent& e : events) {
         if (e.type == alerting::AlertEvent::Type::kResolved && !show_resolved) continue;

@@ -1,6 +1,7 @@
 // Alert: what a detector reports, and the closed set of alert kinds.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -35,6 +36,15 @@ bool IsTrainingKind(AlertKind kind);
 // (kResolved: same run, kind and metric; step and time of the record that cleared it).
 enum class AlertState { kFiring, kResolved };
 
+// Why an alert fired: the value judged, the baseline it was compared with, their ratio, and how
+// many logged records the baseline summarises (NaN / 0 where a rule has none).
+struct Evidence {
+  double observed = NAN;
+  double baseline = NAN;
+  double ratio = NAN;
+  int64_t records = 0;
+};
+
 struct Alert {
   AlertState state = AlertState::kFiring;
   std::string run;
@@ -45,6 +55,7 @@ struct Alert {
   double value = 0;      // the rule's statistic (a ratio, a rise, a gap in seconds)
   std::string severity;
   std::string message;
+  Evidence evidence;
 };
 
 

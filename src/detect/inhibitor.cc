@@ -31,12 +31,12 @@ void Inhibitor::SuppressTraining() {
 bool Inhibitor::Suppressed(AlertKind kind, int64_t step) const { return until_[Index(kind)] >= step; }
 
 bool Inhibitor::Emit(const std::string& run, AlertKind kind, std::string_view metric, int64_t step, double time,
-                     double value, std::string message, std::vector<Alert>* out) {
+                     double value, std::string message, const Evidence& evidence, bool transient, std::vector<Alert>* out) {
   if (Suppressed(kind, step)) return false;
   out->push_back(Alert{AlertState::kFiring, run, std::string(KindName(kind)), std::string(metric), step, time, value,
-                       std::string(DefaultSeverity(kind)), std::move(message)});
+                       std::string(DefaultSeverity(kind)), std::move(message), evidence});
   // A persistent training fault: later training-side alerts are its consequences.
-  if (IsPersistentFault(kind)) SuppressTraining();
+  if (IsPersistentFault(kind) && !transient) SuppressTraining();
   // The corrupted batch's gradient spikes with the loss.
   if (kind == AlertKind::kLossSpike) SuppressUntil(AlertKind::kGradExplosion, step + 5);
   // Overfitting is reported once per run.

@@ -23,9 +23,10 @@ class Inhibitor {
   bool Suppressed(AlertKind kind, int64_t step) const;
 
   // Appends an alert to *out unless `kind` is inhibited at `step`, then applies the inhibition
-  // rules the alert triggers. Returns whether the alert was emitted.
+  // rules the alert triggers (a `transient` one never inhibits the other training kinds). Returns
+  // whether the alert was emitted.
   bool Emit(const std::string& run, AlertKind kind, std::string_view metric, int64_t step, double time,
-            double value, std::string message, std::vector<Alert>* out);
+            double value, std::string message, const Evidence& evidence, bool transient, std::vector<Alert>* out);
 
  private:
   std::array<int64_t, kAlertKindCount> until_ = [] {
@@ -43,8 +44,14 @@ struct AlertSink {
   double time;                 // the current record's timestamp
   std::vector<Alert>* out;
 
-  bool Emit(AlertKind kind, std::string_view metric, int64_t step, double value, std::string message) {
-    return inhibitor.Emit(run, kind, metric, step, time, value, std::move(message), out);
+  bool Emit(AlertKind kind, std::string_view metric, int64_t step, double value, std::string message,
+            const Evidence& evidence = {}) {
+    return inhibitor.Emit(run, kind, metric, step, time, value, std::move(message), evidence, false, out);
+  }
+  // The same for a one-record incident of a persistent kind: it does not inhibit the others.
+  bool EmitTransient(AlertKind kind, std::string_view metric, int64_t step, double value, std::string message,
+                     const Evidence& evidence) {
+    return inhibitor.Emit(run, kind, metric, step, time, value, std::move(message), evidence, true, out);
   }
 };
 

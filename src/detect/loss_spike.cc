@@ -5,38 +5,52 @@
 
 namespace trainwatch::detect {
 
-void LossSpikeDetector::Observe(int64_t step, double ll, int64_t steps, bool armed, std::string_view metric,
+void LossSpikeDetector::Report(int64_t step, const Excursion& e, std::string_view metric, AlertSink& sink) {
+  const double ratio = std::exp(e.peak - e.base);
+  sink.Emit(AlertKind::kLossSpike, metric, step, ratio,
+            Format("%.*s %.4g at step %lld is %.1fx the median %.4g of the last %zu logged values",
+                   static_cast<int>(metric.size()), metric.data(), std::exp(e.peak), static_cast<long long>(e.start),
+                   ratio, std::exp(e.base), e.window_size),
+            Evidence{std::exp(e.peak), std::exp(e.base), ratio, static_cast<int64_t>(e.window_size)});
+}
+
+void LossSpikeDetector::Observe(int64_t step, double ll, bool armed, bool dense, std::string_view metric,
                                 AlertSink& sink) {
+  if (window_.capacity() != static_cast<size_t>(options_.window)) window_.SetCapacity(options_.window);
   if (!ready()) {
-    lo_.Update(ll, steps);
+    window_.Push(ll);
     return;
   }
-  double sigma = options_.mad_to_sigma * lo_.mad();
-  double thr = std::max(std::log(options_.spike_ratio), options_.spike_k * sigma);
-  double z = ll - lo_.mean();
-  bool high = z > thr;
-  holding_ = z > thr / 2;
-  // While a candidate is open the baseline is frozen: a level shift must not be "recovered" by a
-  // baseline that chases it.
-  if (!candidate_) {
-    if (high && armed) {
-      candidate_ = Candidate{step, z};
-    } else {
-      lo_.Update(std::min(ll, lo_.mean() + thr), steps);  // winsorised
+  const double med = window_.Median();
+  const double thr =
+      options_.sensitivity * std::max(std::log(options_.spike_ratio), options_.spike_k * window_.Sigma());
+  if (excursion_) {
+    Excursion& e = *excursion_;
+    // One incident until the loss is back under half the threshold over the level it left.
+    holding_ = ll - e.base > e.thr / 2;
+    if (e.pending && (!holding_ || ll < e.peak - e.thr / 4)) {
+      Report(step, e, metric, sink);  // coming back: confirmed
+      e.pending = false;
+    } else if (e.pending && e.records >= kConfirmRecords) {
+      e.pending = false;  // still up: a level shift
     }
-  } else if (!high) {
-    double ratio = std::exp(candidate_->peak);
-    sink.Emit(AlertKind::kLossSpike, metric, step, ratio,
-              Format("loss jumped %.1fx over its baseline at step %lld and recovered", ratio,
-                     static_cast<long long>(candidate_->start)));
-    candidate_.reset();
-    lo_.Update(ll, steps);
-  } else if (step - candidate_->start + 1 >= options_.spike_maxlen) {
-    candidate_.reset();  // still high: a level shift, not a spike
-    lo_.Update(lo_.mean() + thr, steps);
+    e.peak = std::max(e.peak, ll);
+    const bool new_level = ++e.records > options_.window && med - e.base > e.thr / 2;
+    if (!holding_ || new_level) excursion_.reset();
+    new_level_ = new_level;
+  } else if (ll - med > thr) {
+    excursion_ = Excursion{step, 1, med, thr, ll, armed, window_.size()};
+    holding_ = true;
+    if (armed && !dense) {
+      Report(step, *excursion_, metric, sink);
+      excursion_->pending = false;
+    }
   } else {
-    candidate_->peak = std::max(candidate_->peak, z);
+    holding_ = false;
   }
+  // Winsorised: an excursion raises the median only if it lasts (a new level is learned in about
+  // half a window), never by its own height.
+  window_.Push(std::min(ll, med + thr));
 }
 
 }  // namespace trainwatch::detect

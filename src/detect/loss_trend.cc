@@ -5,7 +5,7 @@
 
 namespace trainwatch::detect {
 
-void LossTrendDetector::Observe(int64_t step, double ll, int64_t steps, bool ready, bool armed,
+void LossTrendDetector::Observe(int64_t step, double ll, int64_t steps, bool ready, bool armed, int64_t persist,
                                 std::optional<Shock>& shock, std::string_view metric, AlertSink& sink) {
   slow_.Update(ll, steps);
   if (last_ll_) {
@@ -16,7 +16,11 @@ void LossTrendDetector::Observe(int64_t step, double ll, int64_t steps, bool rea
   last_ll_ = ll;
   if (shock && step - shock->step > options_.shock_window) shock.reset();  // unclassified: close it
   if (shock && shock->ready) ClassifyShock(step, *shock, metric, sink);
-  if (ready && armed && !shock) GenericDivergence(step, metric, sink);
+  if (ready && armed && !shock) {
+    GenericDivergence(step, persist, metric, sink);
+  } else {
+    div_since_.reset();  // the rise must hold on armed records only
+  }
 }
 
 void LossTrendDetector::ClassifyShock(int64_t step, const Shock& shock, std::string_view metric,
@@ -39,18 +43,25 @@ void LossTrendDetector::ClassifyShock(int64_t step, const Shock& shock, std::str
   }
 }
 
-void LossTrendDetector::GenericDivergence(int64_t step, std::string_view metric, AlertSink& sink) {
+void LossTrendDetector::GenericDivergence(int64_t step, int64_t persist, std::string_view metric,
+                                          AlertSink& sink) {
   if (!lo_min_ || slow_.mean() < *lo_min_) lo_min_ = slow_.mean();
   double rise = slow_.mean() - *lo_min_;
-  if (rise <= options_.div_rise) {
+  if (rise <= options_.sensitivity * options_.div_rise) {
     div_since_.reset();
     return;
   }
-  if (!div_since_) div_since_ = step;
-  if (step - *div_since_ >= options_.div_persist) {
+  if (!div_since_) {
+    div_since_ = step;
+    div_records_ = 0;
+  }
+  ++div_records_;
+  if (step - *div_since_ >= options_.div_persist && div_records_ >= persist) {
     if (sink.Emit(AlertKind::kDivergence, metric, step, rise,
-                  Format("smoothed log loss %.2f above its minimum for %lld steps", rise,
-                         static_cast<long long>(step - *div_since_)))) {
+                  Format("smoothed loss %.4g is %.2fx its minimum %.4g, for %lld steps (%lld records)",
+                         std::exp(slow_.mean()), std::exp(rise), std::exp(*lo_min_),
+                         static_cast<long long>(step - *div_since_), static_cast<long long>(div_records_)),
+                  Evidence{std::exp(slow_.mean()), std::exp(*lo_min_), std::exp(rise), div_records_})) {
       div_ref_ = *lo_min_;
     }
   }

@@ -18,16 +18,21 @@ namespace trainwatch::detect {
 class LossTrendDetector {
  public:
   explicit LossTrendDetector(const DetectorOptions& options)
-      : options_(options), slow_(options.a_slow), dif_base_(options.a_dif_base), dif_fast_(options.a_dif_fast) {}
+      : options_(options),
+        slow_(options.a_slow, options.a_record_max),
+        dif_base_(options.a_dif_base, options.a_record_max),
+        dif_fast_(options.a_dif_fast, options.a_record_max) {}
 
   // One finite log loss. `ready`: the loss baseline was warm before this record; `armed`: outside
-  // a restart window. May close `shock` (after shock_window steps).
-  void Observe(int64_t step, double ll, int64_t steps, bool ready, bool armed, std::optional<Shock>& shock,
-               std::string_view metric, AlertSink& sink);
+  // a restart window; `persist`: the records that cover div_persist steps at the run's cadence.
+  // May close `shock` (after shock_window steps).
+  void Observe(int64_t step, double ll, int64_t steps, bool ready, bool armed, int64_t persist,
+               std::optional<Shock>& shock, std::string_view metric, AlertSink& sink);
   // A warm restart: the loss is expected to rise, forget the running minimum.
   void ResetMinimum() { lo_min_.reset(); }
 
   double level() const { return slow_.mean(); }            // m_slow (ln)
+  int64_t count() const { return slow_.count(); }          // losses learned
   double variability() const { return dif_base_.mean(); }  // dif baseline
 
   // After a divergence alert: whether the smoothed log loss is still above the alert's reference
@@ -41,7 +46,7 @@ class LossTrendDetector {
 
  private:
   void ClassifyShock(int64_t step, const Shock& shock, std::string_view metric, AlertSink& sink);
-  void GenericDivergence(int64_t step, std::string_view metric, AlertSink& sink);
+  void GenericDivergence(int64_t step, int64_t persist, std::string_view metric, AlertSink& sink);
 
   const DetectorOptions& options_;
   Ewma slow_;
@@ -50,6 +55,7 @@ class LossTrendDetector {
   std::optional<double> last_ll_;
   std::optional<double> lo_min_;
   std::optional<int64_t> div_since_;
+  int64_t div_records_ = 0;  // records since div_since_
   std::optional<double> div_ref_;  // reference level (ln) of the last divergence alert
   std::optional<double> osc_ref_;  // reference variability of the last oscillation alert
 };

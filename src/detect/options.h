@@ -31,8 +31,14 @@ struct DetectorOptions {
   MetricBindings bindings;
 
   // Common machinery.
-  int64_t warm = 50;      // values a baseline needs before a baseline-based rule may fire
-  double a_slow = 0.02;   // EWMA weight per step of the slow baselines (time constant 50 steps)
+  int64_t warm = 50;      // steps of values a baseline needs before a baseline-based rule may fire ...
+  int64_t warm_records = 8;  // ... converted through the run's cadence, but never fewer records than this
+  double a_slow = 0.02;   // EWMA weight per step of the slow baselines (time constant 50 steps) ...
+  double a_record_max = 0.2;  // ... but at most this per record (time constant >= 5 records when sparse)
+  int64_t window = 20;    // records in the rolling robust windows (median, MAD) of loss and grad norm
+  // Scales every ratio threshold on the log scale: 1 default, > 1 fewer alerts, < 1 earlier ones
+  // (the alerting file's `sensitivity: low | default | high` = 1.5, 1, 0.7).
+  double sensitivity = 1.0;
 
   // LR context.
   double shock_ratio = 3.0;         // lr > shock_ratio * lr_max opens an LR excursion ("shock")
@@ -49,19 +55,20 @@ struct DetectorOptions {
   int64_t expl_persist = 3;         // hits needed ...
   int64_t expl_win = 5;             // ... in the last expl_win records (rule B)
   int64_t expl_shock_steps = 50;    // rule A: one hit within this many steps of a shock
+  double expl_jump_ratio = 50.0;    // rule S: one record this far above the window's median
 
   // loss_spike.
-  double spike_ratio = 3.0;         // thr = max(ln spike_ratio, spike_k * sigma)
-  double spike_k = 5.0;
-  int64_t spike_maxlen = 4;         // a candidate still high on its 4th record is a level shift
-  double mad_to_sigma = 1.2533;     // mean absolute deviation -> sigma (normal)
+  double spike_ratio = 2.0;         // thr = max(ln spike_ratio, spike_k * sigma) over the window's median
+  double spike_k = 6.0;
+  int64_t spike_min_records = 5;    // window values before the rule may fire
 
   // Shock classification and divergence.
   double osc_ratio = 2.0;           // variability ratio for loss_oscillation
   int64_t osc_age = 100;            // oscillation checked at shock age [osc_age, osc_age + osc_span]
   int64_t osc_span = 50;
   double div_rise = std::log(2.0);  // smoothed log-loss rise that counts as divergence
-  int64_t div_persist = 100;        // steps the generic rise must hold
+  int64_t div_persist = 100;        // steps the generic rise must hold (in records: at least warm_records)
+  double div_eval_ratio = 2.0;      // eval loss this far above its best, with no training loss logged since
   double a_dif_base = 0.01;         // EWMA weights of |d ln L|: baseline and fast
   double a_dif_fast = 0.05;
 

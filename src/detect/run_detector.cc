@@ -6,6 +6,13 @@
 #include "detect/metric_bindings.h"
 
 namespace trainwatch::detect {
+namespace {
+
+// A run logging training records at least this many steps apart is sparse: one record may be a
+// whole episode.
+constexpr int64_t kSparseInterval = 10;
+
+}  // namespace
 
 RunDetector::RunDetector(std::string run, DetectorOptions options)
     : run_(std::move(run)),
@@ -79,7 +86,20 @@ void RunDetector::Resume(int64_t step) {
   // a short re-warm (the reload can bump the loss). Baselines are kept: it is the same model.
   time_.ForgetLastTime();
   restart_until_ = step + options_.resume_window;
-  spike_.DropCandidate();
+  spike_.Reset();
+}
+
+bool RunDetector::IsRunLoss(MetricSpan metrics) {
+  if (layout_.loss == RecordLayout::kNone) return false;
+  std::string_view name = metrics[static_cast<size_t>(layout_.loss)].first;
+  if (name == loss_name_) return true;
+  const auto& names = options_.bindings.loss;
+  size_t rank = static_cast<size_t>(std::find(names.begin(), names.end(), name) - names.begin());
+  if (!loss_name_.empty() && rank >= loss_rank_) return false;
+  if (!loss_name_.empty()) spike_.Reset();  // a better name for the loss appeared: start over with it
+  loss_name_ = std::string(name);
+  loss_rank_ = rank;
+  return true;
 }
 
 void RunDetector::Observe(int64_t step, double time, std::span<const std::pair<std::string_view, double>> metrics,
@@ -101,9 +121,18 @@ void RunDetector::Observe(int64_t step, double time, std::span<const std::pair<s
   layout_.Update(metrics, options_.bindings);
   train_.clear();
   for (int i : layout_.train()) train_.push_back(metrics[static_cast<size_t>(i)]);
-  if (!train_.empty()) {
+  has_loss_ = IsRunLoss(metrics);
+  if (has_loss_ || layout_.grad_norm != RecordLayout::kNone) {
+    // A training step: it advances the cadence.
     steps_ = train_step_ ? std::max<int64_t>(1, step - *train_step_) : 1;
+    if (train_step_ && cadence_.Observe(steps_)) {
+      explosion_.ForgetWindow();
+      spike_.Reset();
+    }
     train_step_ = step;
+    train_since_eval_ = true;
+  }
+  if (!train_.empty()) {
     size_t before = out->size();
     bool finite = NanCheck(step, options_.nan_include_eval ? metrics : MetricSpan(train_), sink);
     if (finite) TrainingDetectors(step, metrics, sink);
@@ -112,13 +141,41 @@ void RunDetector::Observe(int64_t step, double time, std::span<const std::pair<s
     ObserveTrainingConditions(step, time, !finite, had_grad_norm, out);
     if (!finite) return;
   }
-  if (layout_.eval_loss != RecordLayout::kNone && std::isfinite(metrics[layout_.eval_loss].second)) {
-    const auto& [name, value] = metrics[static_cast<size_t>(layout_.eval_loss)];
-    size_t before = out->size();
-    overfit_.Observe(step, value, trend_.level(), name, sink);
+  EvalDetectors(step, time, metrics, out);
+}
+
+void RunDetector::EvalDetectors(int64_t step, double time, MetricSpan metrics, std::vector<Alert>* out) {
+  if (layout_.eval_loss == RecordLayout::kNone) return;
+  AlertSink sink{inhibitor_, run_, time, out};
+  const auto& [name, value] = metrics[static_cast<size_t>(layout_.eval_loss)];
+  // Only eval records since the last one: the training records stopped, and what happens to
+  // the model is seen in its evals alone.
+  const bool eval_only = !train_since_eval_ && !has_loss_;
+  train_since_eval_ = false;
+  size_t before = out->size();
+  if (!std::isfinite(value)) {
+    if (eval_only && !eval_nan_ && !prev_nonfinite_) {
+      eval_nan_ = true;
+      sink.Emit(AlertKind::kNan, name, step, 0,
+                Format("non-finite %.*s while no training record was logged since the previous eval",
+                       static_cast<int>(name.size()), name.data()));
+    }
     OpenIncidents(*out, before);
-    ObserveCondition(AlertKind::kOverfitting, overfit_.Holding(), options_.resolve_records, step, time, out);
+    return;
   }
+  const double lv = std::log(std::max(value, 1e-12));
+  const double limit = options_.sensitivity * std::log(options_.div_eval_ratio);
+  if (eval_only && eval_best_ && lv - *eval_best_ > limit) {
+    double ratio = std::exp(lv - *eval_best_);
+    sink.Emit(AlertKind::kDivergence, name, step, ratio,
+              Format("%.*s %.4g is %.1fx its best %.4g, and no training record was logged since the previous eval",
+                     static_cast<int>(name.size()), name.data(), value, ratio, std::exp(*eval_best_)),
+              Evidence{value, std::exp(*eval_best_), ratio, 0});
+  }
+  if (!eval_best_ || lv < *eval_best_) eval_best_ = lv;
+  overfit_.Observe(step, value, trend_.level(), name, sink);
+  OpenIncidents(*out, before);
+  ObserveCondition(AlertKind::kOverfitting, overfit_.Holding(), options_.resolve_records, step, time, out);
 }
 
 bool RunDetector::NanCheck(int64_t step, MetricSpan metrics, AlertSink& sink) {
@@ -156,7 +213,8 @@ void RunDetector::TrainingDetectors(int64_t step, MetricSpan metrics, AlertSink&
   auto ur = pick(layout_.update_ratio);
 
   if (lr && std::isfinite(lr->value)) {
-    ShockBaselines baselines{explosion_.baseline(), trend_.level(), trend_.variability(), spike_.ready()};
+    ShockBaselines baselines{explosion_.baseline(), trend_.level(), trend_.variability(),
+                             trend_.count() >= cadence_.RecordsFor(options_.warm, options_.warm_records)};
     switch (lr_.Observe(step, lr->value, records_, baselines)) {
       case LrContext::Event::kShockOpened:
         inhibitor_.SuppressUntil(AlertKind::kLossSpike, step + options_.shock_window);
@@ -169,14 +227,17 @@ void RunDetector::TrainingDetectors(int64_t step, MetricSpan metrics, AlertSink&
         break;
     }
   }
-  if (gn) explosion_.Observe(step, gn->value, steps_, lr_.shock(), sink);
+  const int64_t warm = cadence_.RecordsFor(options_.warm, options_.warm_records);
+  if (gn) explosion_.Observe(step, gn->value, steps_, warm, lr_.shock(), sink);
   vanishing_.Observe(step, metrics, layout_.layers(), layout_.version(), steps_, sink);
-  if (loss && std::isfinite(loss->value)) {
+  if (loss && has_loss_ && std::isfinite(loss->value)) {
     double ll = std::log(std::max(loss->value, 1e-12));
-    bool ready = spike_.ready();
+    bool ready = trend_.count() >= warm;
     bool armed = step > restart_until_;
-    spike_.Observe(step, ll, steps_, armed && !lr_.shock(), loss->name, sink);
-    trend_.Observe(step, ll, steps_, ready, armed, lr_.shock(), loss->name, sink);
+    spike_.Observe(step, ll, armed && !lr_.shock(), cadence_.interval() < kSparseInterval, loss->name, sink);
+    if (spike_.TakeNewLevel()) trend_.ResetMinimum();  // a jump that stayed is a level, not a rise
+    trend_.Observe(step, ll, steps_, ready, armed && !spike_.InExcursion(), cadence_.RecordsFor(options_.div_persist, options_.warm_records),
+                   lr_.shock(), loss->name, sink);
   }
   std::optional<double> lr_value = lr ? std::optional<double>(lr->value) : std::nullopt;
   std::optional<double> ur_value = ur ? std::optional<double>(ur->value) : std::nullopt;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "detect/alert.h"
+#include "detect/cadence.h"
 #include "detect/grad_explosion.h"
 #include "detect/grad_vanishing.h"
 #include "detect/inhibitor.h"
@@ -61,6 +62,14 @@ class RunDetector {
   // Returns false when the record is non-finite (the later training detectors are skipped).
   bool NanCheck(int64_t step, MetricSpan metrics, AlertSink& sink);
   void TrainingDetectors(int64_t step, MetricSpan metrics, AlertSink& sink);
+  // Whether the record's loss (layout_.loss) is this run's loss series: the first loss name a
+  // run logs is its loss, unless a name earlier in the bindings' list appears later (then that
+  // one is, from then on). Another name for the same role (AlgoPerf's eval-time `train/loss`
+  // beside the step's `loss`) is a different series and is not mixed into the loss baselines.
+  bool IsRunLoss(MetricSpan metrics);
+  // Eval-side signals: overfitting; divergence and nan seen only in eval records once the
+  // training records have stopped.
+  void EvalDetectors(int64_t step, double time, MetricSpan metrics, std::vector<Alert>* out);
 
   // Incidents: which kinds are open, and how long their condition has been clear.
   struct Incident {
@@ -88,12 +97,19 @@ class RunDetector {
   PlateauDetector plateau_;
   OverfitDetector overfit_;
 
+  Cadence cadence_;
+  std::string loss_name_;            // this run's loss series (IsRunLoss)
+  size_t loss_rank_ = 0;             // its position in bindings.loss (the fallback ranks last)
+  bool train_since_eval_ = true;     // a training record arrived since the last eval record
+  std::optional<double> eval_best_;  // lowest eval log loss so far
+  bool eval_nan_ = false;            // a non-finite eval loss already alerted
   int64_t records_ = 0;
   std::optional<int64_t> last_step_;  // the previous record's step
   std::optional<int64_t> train_step_;
   int64_t steps_ = 1;              // steps since the previous training record
   int64_t restart_until_ = -1;     // no loss_spike / generic divergence up to this step
   bool prev_nonfinite_ = false;
+  bool has_loss_ = false;  // this record carries the run's loss
   int64_t nonfinite_run_ = 0;
   std::vector<std::pair<std::string_view, double>> train_;  // scratch: this record's training metrics
   std::array<Incident, kAlertKindCount> incidents_;

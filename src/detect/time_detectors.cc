@@ -31,7 +31,8 @@ void TimeDetectors::Observe(int64_t step, double time, AlertSink& sink) {
   if (has_prev_ && step == prev_step_) return;
   if (has_prev_) {
     double dt = time - prev_time_;
-    if (dt >= StallThreshold()) {
+    const int64_t steps = std::max<int64_t>(1, step - prev_step_);
+    if (dt >= StallThreshold() && !ExplainedBySteps(dt, steps)) {
       ReportStall(dt, sink);
     } else {
       dt_max_ = std::max(dt_max_, dt);
@@ -42,6 +43,13 @@ void TimeDetectors::Observe(int64_t step, double time, AlertSink& sink) {
   prev_step_ = step;
   prev_time_ = time;
   stall_reported_ = false;
+}
+
+bool TimeDetectors::ExplainedBySteps(double dt, int64_t steps) {
+  // A gap that covers many steps (the first record after a per-step prefix, an eval every 1,000
+  // steps) is as long as its steps take: a stall is a gap far longer than its steps explain.
+  if (ring_.empty() || steps == 1) return false;
+  return dt < options_.stall_mult * static_cast<double>(steps) * std::exp(RingMedian());
 }
 
 double TimeDetectors::RingMedian() {

@@ -36,6 +36,9 @@ class TimeDetectors {
   void ReportStall(double gap, AlertSink& sink);
   void Throughput(int64_t step, double step_duration, AlertSink& sink);
   double RingMedian();
+  // Whether a gap of dt seconds over `steps` steps is what that many steps take at the run's
+  // median step duration (times stall_mult).
+  bool ExplainedBySteps(double dt, int64_t steps);
 
   const DetectorOptions& options_;
   bool has_prev_ = false;

@@ -1,0 +1,50 @@
+// RobustWindow: the last N values of one series (N <= kMaxCapacity) and their median and median
+// absolute deviation, the "robust statistics of the last ~20 logged values" that judge a record
+// whatever the logging cadence (docs/detectors.md, common machinery). A fixed ring: no allocation
+// after construction; the median costs one nth_element over at most kMaxCapacity values and is
+// cached until the next Push.
+//
+// Thread-safety: none; owned by one detector.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+namespace trainwatch::detect {
+
+class RobustWindow {
+ public:
+  static constexpr size_t kMaxCapacity = 64;
+
+  // `capacity` is clamped to [1, kMaxCapacity].
+  explicit RobustWindow(int64_t capacity);
+
+  void Push(double x);
+  void Clear() { size_ = next_ = 0; fresh_ = false; }
+  void SetCapacity(int64_t capacity);
+
+  size_t size() const { return size_; }
+  size_t capacity() const { return capacity_; }
+  bool empty() const { return size_ == 0; }
+  // The median of the values held, and the robust noise sigma: 1.4826 x the median absolute
+  // difference of consecutive values / sqrt(2), which a trend (the fast early drop of a loss)
+  // does not inflate as it does the spread about the median. 0 when fewer values than needed.
+  double Median() const;
+  double Sigma() const;
+
+ private:
+  void Refresh() const;
+
+  std::array<double, kMaxCapacity> ring_{};
+  size_t capacity_;
+  size_t size_ = 0;
+  size_t next_ = 0;
+  // Cache of the statistics of the current contents.
+  mutable std::array<double, kMaxCapacity> scratch_{};
+  mutable bool fresh_ = false;
+  mutable double median_ = 0;
+  mutable double sigma_ = 0;
+};
+
+}  // namespace trainwatch::detect

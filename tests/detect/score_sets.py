@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""Scores `trainwatch detect` on the labelled anomaly sets with their own scorers (stdlib only).
+
+    score_sets.py BINARY dense DIR [--min-macro X] [--max-fp Y]
+    score_sets.py BINARY real DIR  [--min-macro X] [--max-fp Y]
+    score_sets.py BINARY sweep DIR [--cadences 10,50,100,500] [--max-drop D] [--drop-at 100]
+
+`dense`: the synthetic-injection dev set (run_*.jsonl, labels.json, score.py), scored by score.py.
+`real`: the real-log kit (runs/*.jsonl, labels.json, score_sparse.py), scored by score_sparse.py.
+`sweep`: the dense set subsampled to one training record every N steps, scored per cadence by the
+real kit's row-based scorer (score_sparse.py, with --also-step-tol so that cadence 1 is scored as
+score.py scores it); the scorer is taken from --sparse-scorer (default: the real kit beside DIR).
+
+Subsampling keeps the records of steps that are multiples of N and, of the other records, only
+their eval metrics (the eval records a sparse logger writes between training records). A label
+whose episode has no kept training record (a one-step spike between two logged steps, an
+isolated NaN) cannot be seen: it becomes an ambiguous zone, neither rewarded nor penalised. A
+visible label's onset moves to the first kept record at or after it (`stalled`: the last kept
+record before the gap, where the alert is attributed).
+
+Every mode prints the scorer's table and summary line and fails (exit 1) when a bound is missed.
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+EVAL_PREFIXES = ("val", "eval", "test", "valid", "validation", "dev")
+
+
+def is_eval(name):
+    for p in EVAL_PREFIXES:
+        if name == p or (name.startswith(p) and not name[len(p)].isalnum()):
+            return True
+    return False
+
+
+def run_detect(binary, files, alerts_path):
+    with open(alerts_path, "w") as out:
+        subprocess.run([binary, "detect"] + files, stdout=out, check=True)
+
+
+def score(cmd):
+    res = subprocess.run([sys.executable] + cmd, stdout=subprocess.PIPE, universal_newlines=True, check=True)
+    text = res.stdout.strip()
+    summary = text.splitlines()[-1] if text else ""
+    fields = dict(kv.split("=", 1) for kv in summary.split())
+    return text, float(fields["macro_f1"]), float(fields["fp_per_10k_healthy"])
+
+
+def check(name, macro, fp, min_macro, max_fp):
+    if macro < min_macro or fp > max_fp:
+        print("FAIL %s: need macro_f1 >= %.2f and fp_per_10k_healthy <= %.2f, got %.4f and %.4f"
+              % (name, min_macro, max_fp, macro, fp))
+        return False
+    print("OK %s: macro_f1=%.4f fp_per_10k_healthy=%.4f" % (name, macro, fp))
+    return True
+
+
+def dense(binary, d, tmp, args):
+    runs = sorted(glob.glob(os.path.join(d, "run_*.jsonl")))
+    alerts = os.path.join(tmp, "dense.jsonl")
+    run_detect(binary, runs, alerts)
+    text, macro, fp = score([os.path.join(d, "score.py"), os.path.join(d, "labels.json"), alerts])
+    print(text)
+    return check("dense set", macro, fp, args.min_macro, args.max_fp)
+
+
+def real(binary, d, tmp, args):
+    runs = sorted(glob.glob(os.path.join(d, "runs", "*.jsonl")))
+    alerts = os.path.join(tmp, "real.jsonl")
+    run_detect(binary, runs, alerts)
+    text, macro, fp = score([os.path.join(d, "score_sparse.py"), os.path.join(d, "labels.json"), alerts,
+                             "--runs-dir", os.path.join(d, "runs")])
+    print(text)
+    return check("real kit", macro, fp, args.min_macro, args.max_fp)
+
+
+def subsample(d, cadence, out_dir):
+    """Writes <out_dir>/runs/<run>.jsonl and <out_dir>/labels.json; returns the run files."""
+    labels = json.load(open(os.path.join(d, "labels.json")))
+    os.makedirs(os.path.join(out_dir, "runs"), exist_ok=True)
+    out_labels = {}
+    files = []
+    for run, lab in sorted(labels.items()):
+        kept = []  # (step, is_training)
+        path = os.path.join(out_dir, "runs", run + ".jsonl")
+        with open(os.path.join(d, run + ".jsonl")) as src, open(path, "w") as dst:
+            for line in src:
+                rec = json.loads(line)
+                if rec["step"] % cadence != 0:
+                    evals = {k: v for k, v in rec["metrics"].items() if is_eval(k)}
+                    if not evals:
+                        continue
+                    rec["metrics"] = evals
+                    kept.append((rec["step"], False))
+                else:
+                    kept.append((rec["step"], True))
+                dst.write(json.dumps(rec) + "\n")
+        files.append(path)
+        train_steps = [s for s, t in kept if t]
+        steps = [s for s, _ in kept]
+        anomalies, ambiguous = [], []
+        for a in lab["anomalies"]:
+            onset, end = a["onset"], a.get("end")
+            last = end if end is not None else float("inf")
+            if a["kind"] == "stalled":
+                before = [s for s in train_steps if s <= onset]
+                visible = bool(before) and any(s > onset for s in steps)
+                new_onset = before[-1] if before else onset
+            else:
+                visible = any(onset <= s <= last for s in train_steps) or (
+                    a["kind"] == "overfitting" and any(s >= onset for s in steps))
+                later = [s for s in steps if s >= onset]
+                new_onset = later[0] if later else onset
+            entry = {"kind": a["kind"], "onset": new_onset, "end": end}
+            if visible:
+                anomalies.append(entry)
+            else:
+                ambiguous.append(dict(entry, onset=onset, why="not visible at cadence %d" % cadence))
+        out_labels[run] = {"category": "anomalous" if lab["anomalies"] else "healthy",
+                           "anomalies": anomalies, "ambiguous": ambiguous}
+    with open(os.path.join(out_dir, "labels.json"), "w") as f:
+        json.dump(out_labels, f)
+    return files
+
+
+def sweep(binary, d, tmp, args):
+    scorer = args.sparse_scorer or os.path.join(os.path.dirname(os.path.abspath(d)), "anomaly-real-dev",
+                                                "score_sparse.py")
+    results = {}
+    ok = True
+    for cadence in [1] + [int(c) for c in args.cadences.split(",")]:
+        out_dir = os.path.join(tmp, "cadence%d" % cadence)
+        files = subsample(d, cadence, out_dir)
+        alerts = os.path.join(out_dir, "alerts.jsonl")
+        run_detect(binary, files, alerts)
+        text, macro, fp = score([scorer, os.path.join(out_dir, "labels.json"), alerts, "--runs-dir",
+                                 os.path.join(out_dir, "runs"), "--also-step-tol"])
+        print("== cadence %d steps" % cadence)
+        print(text)
+        results[cadence] = (macro, fp)
+    print("cadence sweep (macro_f1, fp_per_10k_healthy):")
+    for cadence, (macro, fp) in results.items():
+        print("  every %4d steps: macro_f1=%.4f fp_per_10k_healthy=%.4f" % (cadence, macro, fp))
+    at = args.drop_at
+    if at in results and results[1][0] - results[at][0] > args.max_drop:
+        print("FAIL cadence sweep: macro_f1 at %d steps is %.4f, more than %.2f below %.4f (every step)"
+              % (at, results[at][0], args.max_drop, results[1][0]))
+        ok = False
+    elif at in results:
+        print("OK cadence sweep: macro_f1 at %d steps within %.2f of every step" % (at, args.max_drop))
+    return ok
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("binary")
+    p.add_argument("mode", choices=["dense", "real", "sweep"])
+    p.add_argument("dir")
+    p.add_argument("--min-macro", type=float, default=0.0)
+    p.add_argument("--max-fp", type=float, default=float("inf"))
+    p.add_argument("--cadences", default="10,50,100,500")
+    p.add_argument("--max-drop", type=float, default=0.05)
+    p.add_argument("--drop-at", type=int, default=100)
+    p.add_argument("--sparse-scorer")
+    args = p.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        ok = {"dense": dense, "real": real, "sweep": sweep}[args.mode](args.binary, args.dir, tmp, args)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
