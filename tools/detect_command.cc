@@ -1,8 +1,10 @@
 #include "detect_command.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <map>
 #include <memory>
 #include <string_view>
@@ -10,7 +12,8 @@
 
 #include "alerting/run_monitor.h"
 #include "common/file_system.h"
-#include "ingest/json_scanner.h"
+#include "ingest/json_lines.h"
+#include "ingest/limits.h"
 #include "rules/rule_file.h"
 
 namespace trainwatch::tools {
@@ -19,7 +22,8 @@ namespace {
 constexpr const char* kDetectUsage =
     "usage: trainwatch detect [--rules FILE] [--resolved] FILE.jsonl...\n"
     "Runs the server's anomaly detectors (docs/detectors.md) and alert rules (docs/rules.md) over\n"
-    "records in the /write JSON-lines format, {\"project\":..,\"run\":..,\"step\":..,\"time\":..,\n"
+    "records in the /write JSON-lines format (the server's parser: a line /write refuses is refused here, with its\n"
+    "number and why), {\"project\":..,\"run\":..,\"step\":..,\"time\":..,\n"
     "\"metrics\":{..}} (NaN, Infinity and -Infinity allowed), each run in file order, and prints one\n"
     "JSON alert per line: {\"run\",\"kind\",\"metric\",\"step\",\"time\",\"value\",\"severity\",\"message\",\n"
     "\"name\"} (kind \"rule\" and name the rule's alert for rule alerts). `stalled` uses the gaps between\n"
@@ -27,67 +31,8 @@ constexpr const char* kDetectUsage =
     "  --rules FILE  the alerting file the server uses (detector settings and rules; receivers ignored)\n"
     "  --resolved    also print when an incident clears (the same fields plus \"state\":\"resolved\")\n";
 
-// One record of a detect input line; metric names are owned here.
-struct DetectRecord {
-  std::string project = "default";
-  std::string run;
-  int64_t step = 0;
-  double time = NAN;
-  std::vector<std::pair<std::string, double>> metrics;
-};
-
-// Parses one line; returns false with *error set. Unknown fields are skipped, non-numeric metric
-// values ignored.
-bool ParseDetectRecord(std::string_view text, DetectRecord* record, std::string* error) {
-  trainwatch::ingest::JsonScanner scanner(text);
-  auto fail = [&](const std::string& why) {
-    *error = why.empty() ? scanner.error() : why;
-    return false;
-  };
-  if (!scanner.ExpectChar('{')) return fail("");
-  std::string key;
-  bool done = false;
-  bool has_step = false;
-  for (bool first = true;; first = false) {
-    if (!scanner.NextKey(&key, &done, first)) return fail("");
-    if (done) break;
-    double v;
-    bool is_int;
-    int64_t i;
-    std::string_view raw;
-    if (key == "run" && scanner.PeekKind() == '"') {
-      if (!scanner.ReadString(&record->run)) return fail("");
-    } else if (key == "project" && scanner.PeekKind() == '"') {
-      if (!scanner.ReadString(&record->project)) return fail("");
-    } else if (key == "step" && scanner.PeekKind() == 'n') {
-      if (!scanner.ReadNumber(&v, &is_int, &i)) return fail("");
-      if (!is_int) return fail("field 'step': expected an integer");
-      record->step = i;
-      has_step = true;
-    } else if (key == "time" && scanner.PeekKind() == 'n') {
-      if (!scanner.ReadNumber(&record->time, &is_int, &i)) return fail("");
-    } else if (key == "metrics" && scanner.PeekKind() == '{') {
-      if (!scanner.ExpectChar('{')) return fail("");
-      std::string name;
-      bool metrics_done = false;
-      for (bool first_metric = true;; first_metric = false) {
-        if (!scanner.NextKey(&name, &metrics_done, first_metric)) return fail("");
-        if (metrics_done) break;
-        if (scanner.PeekKind() != 'n') {
-          if (!scanner.SkipValue(&raw)) return fail("");
-          continue;
-        }
-        if (!scanner.ReadNumber(&v, &is_int, &i)) return fail("metric '" + name + "': " + scanner.error());
-        record->metrics.emplace_back(std::move(name), v);
-      }
-    } else if (!scanner.SkipValue(&raw)) {
-      return fail("");
-    }
-  }
-  if (record->run.empty()) return fail("missing field 'run'");
-  if (!has_step) return fail("missing field 'step'");
-  return true;
-}
+// Lines go through the server's /write parser in chunks of about this many bytes (whole lines).
+constexpr size_t kChunkBytes = 4 << 20;
 
 }  // namespace
 
@@ -124,38 +69,44 @@ int DetectCommand(const std::vector<std::string>& args) {
   auto rules = std::make_shared<const rules::RuleSet>(std::move(*rule_set));
   std::map<std::string, std::unique_ptr<alerting::RunMonitor>, std::less<>> runs;
   std::vector<alerting::AlertEvent> events;
-  std::vector<std::pair<std::string_view, double>> metrics;
+  const ingest::IngestLimits limits;
   int bad_lines = 0;
   for (const std::string& path : files) {
-    std::ifstream in(path);
+    std::ifstream in(path, std::ios::binary);
     if (!in) {
       std::fprintf(stderr, "trainwatch detect: cannot open %s\n", path.c_str());
       return 1;
     }
-    std::string line;
-    for (int64_t line_no = 1; std::getline(in, line); ++line_no) {
-      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-      DetectRecord record;
-      std::string error;
-      if (!ParseDetectRecord(line, &record, &error)) {
-        std::fprintf(stderr, "trainwatch detect: %s:%lld: %s\n", path.c_str(), static_cast<long long>(line_no),
-                     error.c_str());
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    const std::string body = buffer.str();
+    uint64_t first_line = 0;  // lines before the chunk
+    for (size_t at = 0; at < body.size();) {
+      size_t end = body.size() - at <= kChunkBytes ? std::string::npos : body.find('\n', at + kChunkBytes);
+      end = end == std::string::npos ? body.size() : end + 1;
+      std::string_view chunk(body.data() + at, end - at);
+      // A record without "time" has none (NaN): the time detectors skip it.
+      ingest::ParsedLines parsed = ingest::ParseJsonLines(chunk, NAN, limits);
+      for (const ingest::LineError& e : parsed.errors) {
+        std::fprintf(stderr, "trainwatch detect: %s:%llu: %s\n", path.c_str(),
+                     static_cast<unsigned long long>(first_line + e.line), e.message.c_str());
         ++bad_lines;
-        continue;
       }
-      const std::string key = record.project + '\x1f' + record.run;
-      auto it = runs.find(key);
-      if (it == runs.end()) {
-        it = runs.emplace(key, std::make_unique<alerting::RunMonitor>(record.project, record.run, rules)).first;
+      for (const v1::RunBatch& batch : parsed.request.runs()) {
+        const std::string key = batch.project() + '\x1f' + batch.run();
+        auto it = runs.find(key);
+        if (it == runs.end()) {
+          it = runs.emplace(key, std::make_unique<alerting::RunMonitor>(batch.project(), batch.run(), rules)).first;
+        }
+        events.clear();
+        it->second->ObserveBatch(batch, &events);
+        for (const alerting::AlertEvent& e : events) {
+          if (e.type == alerting::AlertEvent::Type::kResolved && !show_resolved) continue;
+          std::printf("%s\n", alerting::AlertEventToJson(batch.run(), e).c_str());
+        }
       }
-      metrics.clear();
-      for (const auto& [name, value] : record.metrics) metrics.emplace_back(name, value);
-      events.clear();
-      it->second->Observe(record.step, record.time, metrics, &events);
-      for (const alerting::AlertEvent& e : events) {
-        if (e.type == alerting::AlertEvent::Type::kResolved && !show_resolved) continue;
-        std::printf("%s\n", alerting::AlertEventToJson(record.run, e).c_str());
-      }
+      first_line += static_cast<uint64_t>(std::count(chunk.begin(), chunk.end(), '\n'));
+      at = end;
     }
   }
   return bad_lines == 0 ? 0 : 1;

@@ -147,7 +147,6 @@ class AlertManager {
   mutable std::mutex monitors_mu_;
   std::shared_ptr<const rules::RuleSet> rules_;                 // GUARDED_BY(monitors_mu_)
   std::unordered_map<std::string, Monitored> monitors_;         // GUARDED_BY(monitors_mu_); key project\x1frun
-  std::vector<std::vector<std::pair<std::string_view, double>>> rows_;  // GUARDED_BY(monitors_mu_), scratch
 
   // Committed writes from OnCommit to the detection thread.
   std::mutex detect_mu_;

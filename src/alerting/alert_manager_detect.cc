@@ -30,21 +30,8 @@ void AlertManager::Reload(std::shared_ptr<const rules::RuleSet> rules) {
 // Detection, on the applier thread.
 
 void AlertManager::FeedBatch(const v1::RunBatch& batch, RunMonitor& monitor, std::vector<AlertEvent>* out) {
-  const int rows = batch.steps_size();
-  if (rows_.size() < static_cast<size_t>(rows)) rows_.resize(rows);
-  for (int r = 0; r < rows; ++r) rows_[r].clear();
-  for (const v1::MetricColumn& column : batch.metrics()) {
-    for (int i = 0; i < column.values_size(); ++i) {
-      int row = column.rows_size() ? static_cast<int>(column.rows(i)) : i;
-      if (row < rows) rows_[row].emplace_back(column.name(), column.values(i));
-    }
-  }
-  for (int r = 0; r < rows; ++r) {
-    if (rows_[r].empty()) continue;
-    double time = r < batch.times_size() ? batch.times(r) : NAN;
-    monitor.Observe(batch.steps(r), time, rows_[r], out);
-  }
-  records_seen_.Add(static_cast<uint64_t>(rows));
+  monitor.ObserveBatch(batch, out);
+  records_seen_.Add(static_cast<uint64_t>(batch.steps_size()));
 }
 
 void AlertManager::OnCommit(const v1::WriteRequest& request) {

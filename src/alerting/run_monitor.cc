@@ -1,5 +1,8 @@
 #include "alerting/run_monitor.h"
 
+#include <cmath>
+#include <cstdio>
+
 #include <nlohmann/json.hpp>
 
 #include "alerting/alert_record.h"
@@ -12,11 +15,37 @@ std::string AlertEventToJson(const std::string& run, const AlertEvent& e) {
                            {"step", e.step},       {"time", FiniteOrNull(e.time)}, {"value", FiniteOrNull(e.value)},
                            {"severity", e.severity}, {"message", e.message}, {"name", e.name}};
   if (!e.labels.empty()) j["labels"] = e.labels;
+  if (std::isfinite(e.evidence.ratio)) {
+    j["evidence"] = {{"observed", FiniteOrNull(e.evidence.observed)},
+                     {"baseline", FiniteOrNull(e.evidence.baseline)},
+                     {"ratio", FiniteOrNull(e.evidence.ratio)},
+                     {"records", e.evidence.records}};
+  }
   if (e.type != AlertEvent::Type::kFiring) {
     j["state"] = e.type == AlertEvent::Type::kResolved ? "resolved" : "pending";
   }
   return j.dump();
 }
+
+namespace {
+
+// The evidence as annotations, which every receiver (webhook, Slack, Alertmanager, the API and
+// the dashboard) already shows; a rule's own annotation of the same name wins.
+void AddEvidence(const detect::Evidence& evidence, std::map<std::string, std::string>* annotations) {
+  if (!std::isfinite(evidence.ratio)) return;
+  char buf[32];
+  auto put = [&](const char* key, double v) {
+    if (!std::isfinite(v)) return;
+    std::snprintf(buf, sizeof buf, "%.6g", v);
+    annotations->emplace(key, buf);
+  };
+  put("observed", evidence.observed);
+  put("baseline", evidence.baseline);
+  put("ratio", evidence.ratio);
+  if (evidence.records > 0) annotations->emplace("judged_on_records", std::to_string(evidence.records));
+}
+
+}  // namespace
 
 RunMonitor::RunMonitor(std::string project, std::string run, std::shared_ptr<const rules::RuleSet> rules)
     : project_(std::move(project)),
@@ -33,6 +62,23 @@ void RunMonitor::Observe(int64_t step, double time, std::span<const std::pair<st
   rule_events_.clear();
   evaluator_.Observe(step, time, metrics, &rule_events_);
   TakeRuleEvents(out);
+}
+
+void RunMonitor::ObserveBatch(const v1::RunBatch& batch, std::vector<AlertEvent>* out) {
+  const int rows = batch.steps_size();
+  if (rows_.size() < static_cast<size_t>(rows)) rows_.resize(static_cast<size_t>(rows));
+  for (int r = 0; r < rows; ++r) rows_[static_cast<size_t>(r)].clear();
+  for (const v1::MetricColumn& column : batch.metrics()) {
+    for (int i = 0; i < column.values_size(); ++i) {
+      int row = column.rows_size() ? static_cast<int>(column.rows(i)) : i;
+      if (row < rows) rows_[static_cast<size_t>(row)].emplace_back(column.name(), column.values(i));
+    }
+  }
+  for (int r = 0; r < rows; ++r) {
+    if (rows_[static_cast<size_t>(r)].empty()) continue;
+    double time = r < batch.times_size() ? batch.times(r) : NAN;
+    Observe(batch.steps(r), time, rows_[static_cast<size_t>(r)], out);
+  }
 }
 
 void RunMonitor::CheckStalled(double now, std::vector<AlertEvent>* out) {
@@ -64,9 +110,11 @@ void RunMonitor::TakeDetectorAlerts(std::vector<AlertEvent>* out) {
     e.step = alert.step;
     e.time = alert.time;
     e.value = alert.value;
+    e.evidence = alert.evidence;
     e.labels = std::move(decorated.labels);
     if (!decorated.group.empty()) e.labels["rule"] = decorated.rule;
     e.annotations = std::move(decorated.annotations);
+    AddEvidence(alert.evidence, &e.annotations);
     out->push_back(std::move(e));
   }
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "detect/run_detector.h"
+#include "trainwatch/v1/ingest.pb.h"
 #include "rules/rule_set.h"
 #include "rules/run_rule_evaluator.h"
 
@@ -30,12 +31,14 @@ struct AlertEvent {
   int64_t step = 0;
   double time = 0;   // the record's timestamp (NaN when it had none)
   double value = 0;
+  detect::Evidence evidence;  // built-in detectors: what the alert was judged on
   std::map<std::string, std::string> labels, annotations;
 };
 
 // The offline command's JSON line for an event, one object without a newline:
 // {"run","kind","metric","step","time","value","severity","message","name"}, plus "labels" when
-// set and "state" ("pending", "resolved") unless firing; non-finite numbers are null.
+// set, "evidence" ({"observed","baseline","ratio","records"}) when a detector gave it, and
+// "state" ("pending", "resolved") unless firing; non-finite numbers are null.
 std::string AlertEventToJson(const std::string& run, const AlertEvent& event);
 
 class RunMonitor {
@@ -48,6 +51,9 @@ class RunMonitor {
   // One record (all metrics of one step; names borrowed for the call only).
   void Observe(int64_t step, double time, std::span<const std::pair<std::string_view, double>> metrics,
                std::vector<AlertEvent>* out);
+  // Every row of one committed batch, in order: the rows as the server's detection sees them
+  // (the offline command feeds its parsed lines through here too).
+  void ObserveBatch(const v1::RunBatch& batch, std::vector<AlertEvent>* out);
   // `stalled` against `now` on the records' clock.
   void CheckStalled(double now, std::vector<AlertEvent>* out);
   // A rule reload: thresholds change in place, rules that did not change keep their state; rules
@@ -67,6 +73,7 @@ class RunMonitor {
   detect::RunDetector detector_;
   rules::RunRuleEvaluator evaluator_;
   std::vector<detect::Alert> detector_alerts_;  // scratch
+  std::vector<std::vector<std::pair<std::string_view, double>>> rows_;  // scratch of ObserveBatch
   std::vector<rules::RuleEvent> rule_events_;   // scratch
   // Resolutions of rules a reload removed, reported with the next record.
   std::vector<rules::RuleEvent> pending_rebind_events_;

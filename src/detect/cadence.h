@@ -12,6 +12,10 @@
 
 namespace trainwatch::detect {
 
+// The fewest records a persistence rule counts at any cadence: one record of a sparse log may
+// cover the whole persistence in steps, but one alone is never evidence that something persists.
+inline constexpr int64_t kMinPersistRecords = 2;
+
 class Cadence {
  public:
   // One training record's step gap since the previous training record (>= 1). Returns true when

@@ -25,8 +25,8 @@ class GradExplosionDetector {
 
   // One training record's total grad norm g (ignored unless finite and > 0); `steps` since the
   // previous training record; `warm`: the values rule B's baseline needs at the run's cadence.
-  void Observe(int64_t step, double g, int64_t steps, int64_t warm, const std::optional<Shock>& shock,
-               AlertSink& sink);
+  void Observe(int64_t step, double g, int64_t steps, int64_t warm,
+               const std::optional<Shock>& shock, AlertSink& sink);
   // A new, sparser cadence: the window's per-step values are not this record's neighbours.
   void ForgetWindow() { window_.Clear(); }
   double baseline() const { return gn_.mean(); }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "detect/cadence.h"
 #include "detect/ewma.h"
 #include "detect/inhibitor.h"
 #include "detect/metric_bindings.h"
@@ -23,7 +24,7 @@ class GradVanishingDetector {
   // One training record (all finite): `layers` are the indexes of its per-layer grad norms in
   // `metrics`, resolved by a RecordLayout whose version is `layout_version`.
   void Observe(int64_t step, MetricSpan metrics, const std::vector<int>& layers, uint64_t layout_version,
-               int64_t steps, AlertSink& sink);
+               int64_t steps, const Cadence& cadence, AlertSink& sink);
   // Whether the last median layer deviation was still below half the threshold (log scale).
   bool Holding() const { return last_median_ < -std::log(options_.vanish_ratio) / 2; }
 

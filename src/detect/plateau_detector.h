@@ -7,6 +7,7 @@
 
 #include "detect/ewma.h"
 #include "detect/inhibitor.h"
+#include "detect/cadence.h"
 #include "detect/lr_context.h"
 #include "detect/options.h"
 
@@ -14,12 +15,13 @@ namespace trainwatch::detect {
 
 class PlateauDetector {
  public:
-  explicit PlateauDetector(const DetectorOptions& options) : options_(options), ur_(options.a_slow) {}
+  explicit PlateauDetector(const DetectorOptions& options)
+      : options_(options), ur_(options.a_slow, options.a_record_max) {}
 
   // One training record: its update ratio and lr when bound (finite), and the LR context after
   // this record's lr.
   void Observe(int64_t step, std::optional<double> update_ratio, std::optional<double> lr, const LrContext& lr_context,
-               int64_t steps, AlertSink& sink);
+               int64_t steps, const Cadence& cadence, AlertSink& sink);
   // Whether the last record still showed the collapse: an update ratio below half the threshold
   // (log scale) of its baseline, or the lr still at the dropped level.
   bool Holding() const { return holding_; }

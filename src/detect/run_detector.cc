@@ -112,7 +112,7 @@ void RunDetector::Observe(int64_t step, double time, std::span<const std::pair<s
   if (last_step_ && step < *last_step_) Resume(step);
   last_step_ = step;
   const bool stalled = time_.Stalled();
-  time_.Observe(step, time, sink);
+  time_.Observe(step, time, cadence_, sink);
   OpenIncidents(*out, first);
   if (stalled) ObserveCondition(AlertKind::kStalled, time_.Stalled(), 1, step, time, out);
   ObserveCondition(AlertKind::kThroughputDrop, time_.ThroughputHolding(), options_.resolve_records, step, time,
@@ -122,7 +122,8 @@ void RunDetector::Observe(int64_t step, double time, std::span<const std::pair<s
   train_.clear();
   for (int i : layout_.train()) train_.push_back(metrics[static_cast<size_t>(i)]);
   has_loss_ = IsRunLoss(metrics);
-  if (has_loss_ || layout_.grad_norm != RecordLayout::kNone) {
+  training_record_ = has_loss_ || layout_.grad_norm != RecordLayout::kNone;
+  if (training_record_) {
     // A training step: it advances the cadence.
     steps_ = train_step_ ? std::max<int64_t>(1, step - *train_step_) : 1;
     if (train_step_ && cadence_.Observe(steps_)) {
@@ -150,8 +151,8 @@ void RunDetector::EvalDetectors(int64_t step, double time, MetricSpan metrics, s
   const auto& [name, value] = metrics[static_cast<size_t>(layout_.eval_loss)];
   // Only eval records since the last one: the training records stopped, and what happens to
   // the model is seen in its evals alone.
-  const bool eval_only = !train_since_eval_ && !has_loss_;
-  train_since_eval_ = false;
+  const bool eval_only = !train_since_eval_ && !training_record_;
+  train_since_eval_ = training_record_;
   size_t before = out->size();
   if (!std::isfinite(value)) {
     if (eval_only && !eval_nan_ && !prev_nonfinite_) {
@@ -229,7 +230,7 @@ void RunDetector::TrainingDetectors(int64_t step, MetricSpan metrics, AlertSink&
   }
   const int64_t warm = cadence_.RecordsFor(options_.warm, options_.warm_records);
   if (gn) explosion_.Observe(step, gn->value, steps_, warm, lr_.shock(), sink);
-  vanishing_.Observe(step, metrics, layout_.layers(), layout_.version(), steps_, sink);
+  vanishing_.Observe(step, metrics, layout_.layers(), layout_.version(), steps_, cadence_, sink);
   if (loss && has_loss_ && std::isfinite(loss->value)) {
     double ll = std::log(std::max(loss->value, 1e-12));
     bool ready = trend_.count() >= warm;
@@ -241,7 +242,7 @@ void RunDetector::TrainingDetectors(int64_t step, MetricSpan metrics, AlertSink&
   }
   std::optional<double> lr_value = lr ? std::optional<double>(lr->value) : std::nullopt;
   std::optional<double> ur_value = ur ? std::optional<double>(ur->value) : std::nullopt;
-  plateau_.Observe(step, ur_value, lr_value, lr_, steps_, sink);
+  plateau_.Observe(step, ur_value, lr_value, lr_, steps_, cadence_, sink);
 }
 
 }  // namespace trainwatch::detect

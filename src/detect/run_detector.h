@@ -109,7 +109,8 @@ class RunDetector {
   int64_t steps_ = 1;              // steps since the previous training record
   int64_t restart_until_ = -1;     // no loss_spike / generic divergence up to this step
   bool prev_nonfinite_ = false;
-  bool has_loss_ = false;  // this record carries the run's loss
+  bool has_loss_ = false;         // this record carries the run's loss
+  bool training_record_ = false;  // ... or its grad norm: a training step
   int64_t nonfinite_run_ = 0;
   std::vector<std::pair<std::string_view, double>> train_;  // scratch: this record's training metrics
   std::array<Incident, kAlertKindCount> incidents_;

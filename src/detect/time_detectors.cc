@@ -5,7 +5,8 @@
 
 namespace trainwatch::detect {
 
-TimeDetectors::TimeDetectors(const DetectorOptions& options) : options_(options), base_(options.a_tp_base) {}
+TimeDetectors::TimeDetectors(const DetectorOptions& options)
+    : options_(options), base_(options.a_tp_base, options.a_record_max) {}
 
 double TimeDetectors::StallThreshold() const {
   return std::max(options_.stall_floor, options_.stall_mult * dt_max_);
@@ -26,7 +27,7 @@ void TimeDetectors::CheckStalled(double now, AlertSink& sink) {
   if (gap >= StallThreshold()) ReportStall(gap, sink);
 }
 
-void TimeDetectors::Observe(int64_t step, double time, AlertSink& sink) {
+void TimeDetectors::Observe(int64_t step, double time, const Cadence& cadence, AlertSink& sink) {
   if (!std::isfinite(time)) return;
   if (has_prev_ && step == prev_step_) return;
   if (has_prev_) {
@@ -36,7 +37,7 @@ void TimeDetectors::Observe(int64_t step, double time, AlertSink& sink) {
       ReportStall(dt, sink);
     } else {
       dt_max_ = std::max(dt_max_, dt);
-      Throughput(step, dt / static_cast<double>(std::max<int64_t>(1, step - prev_step_)), sink);
+      Throughput(step, dt / static_cast<double>(steps), cadence, sink);
     }
   }
   has_prev_ = true;
@@ -59,9 +60,16 @@ double TimeDetectors::RingMedian() {
   return *mid;
 }
 
-void TimeDetectors::Throughput(int64_t step, double step_duration, AlertSink& sink) {
+void TimeDetectors::Throughput(int64_t step, double step_duration, const Cadence& cadence, AlertSink& sink) {
   if (step_duration <= 0) return;
-  const size_t window = static_cast<size_t>(std::max<int64_t>(1, options_.tp_win));
+  // A record of a sparse log is already the mean of many step durations: fewer make a median.
+  const size_t window = static_cast<size_t>(cadence.RecordsFor(std::max<int64_t>(1, options_.tp_win), kMinWindow));
+  // The median already needs most of the window slow: at sparse cadences that is persistence enough.
+  const int64_t persist = cadence.RecordsFor(options_.tp_persist, 1);
+  if (ring_.size() > window) {
+    ring_.clear();  // the cadence changed: start the window over
+    ring_next_ = 0;
+  }
   if (ring_.size() < window) {
     ring_.push_back(std::log(step_duration));
   } else {
@@ -72,8 +80,9 @@ void TimeDetectors::Throughput(int64_t step, double step_duration, AlertSink& si
   if (ring_.size() < window) return;
   double med = RingMedian();
   last_median_ = med;
-  if (durations_ > options_.warm && med - base_.mean() > std::log(options_.tp_ratio)) {
-    if (++over_count_ >= options_.tp_persist) {
+  if (durations_ > cadence.RecordsFor(options_.warm, options_.warm_records) &&
+      med - base_.mean() > options_.sensitivity * std::log(options_.tp_ratio)) {
+    if (++over_count_ >= persist) {
       double ratio = std::exp(med - base_.mean());
       if (sink.Emit(AlertKind::kThroughputDrop, "", step, ratio,
                     Format("median step duration %.2fx its baseline for %lld records", ratio,

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "detect/cadence.h"
 #include "detect/ewma.h"
 #include "detect/inhibitor.h"
 #include "detect/options.h"
@@ -19,7 +20,9 @@ class TimeDetectors {
 
   // One record. A non-finite `time` means the record has none and is ignored; a second record of
   // the same step is not a step completion.
-  void Observe(int64_t step, double time, AlertSink& sink);
+  // `cadence`: the run's training cadence; the median window, the persistence and the warm-up
+  // are steps' worth of records at it.
+  void Observe(int64_t step, double time, const Cadence& cadence, AlertSink& sink);
   // `stalled` when now - (time of the last step) >= thr; reported once per gap, re-armed by the
   // next step.
   void CheckStalled(double now, AlertSink& sink);
@@ -32,9 +35,10 @@ class TimeDetectors {
   bool ThroughputHolding() const { return last_median_ - drop_ref_ > std::log(options_.tp_ratio) / 2; }
 
  private:
+  static constexpr int64_t kMinWindow = 5;  // step durations in the median, at any cadence
   double StallThreshold() const;
   void ReportStall(double gap, AlertSink& sink);
-  void Throughput(int64_t step, double step_duration, AlertSink& sink);
+  void Throughput(int64_t step, double step_duration, const Cadence& cadence, AlertSink& sink);
   double RingMedian();
   // Whether a gap of dt seconds over `steps` steps is what that many steps take at the run's
   // median step duration (times stall_mult).
