@@ -32,7 +32,7 @@ struct DetectorOptions {
 
   // Common machinery.
   int64_t warm = 50;      // steps of values a baseline needs before a baseline-based rule may fire ...
-  int64_t warm_records = 8;  // ... converted through the run's cadence, but never fewer records than this
+  int64_t warm_records = 4;  // ... converted through the run's cadence, but never fewer records than this
   double a_slow = 0.02;   // EWMA weight per step of the slow baselines (time constant 50 steps) ...
   double a_record_max = 0.2;  // ... but at most this per record (time constant >= 5 records when sparse)
   int64_t window = 20;    // records in the rolling robust windows (median, MAD) of loss and grad norm
@@ -59,7 +59,7 @@ struct DetectorOptions {
 
   // loss_spike.
   double spike_ratio = 2.0;         // thr = max(ln spike_ratio, spike_k * sigma) over the window's median
-  double spike_k = 6.0;
+  double spike_k = 5.0;
   int64_t spike_min_records = 5;    // window values before the rule may fire
 
   // Shock classification and divergence.

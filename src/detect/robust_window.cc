@@ -53,10 +53,19 @@ void RobustWindow::Refresh() const {
   }
   // Consecutive differences in push order: the oldest value is at next_ once the ring is full.
   const size_t first = size_ == capacity_ ? next_ : 0;
-  for (size_t i = 1; i < size_; ++i) {
-    scratch_[i - 1] = std::abs(ring_[(first + i) % capacity_] - ring_[(first + i - 1) % capacity_]);
+  const size_t n = size_ - 1;
+  for (size_t i = 0; i < n; ++i) {
+    scratch_[i] = ring_[(first + i + 1) % capacity_] - ring_[(first + i) % capacity_];
   }
-  sigma_ = 1.4826 / std::sqrt(2.0) * MedianInPlace(scratch_.data(), size_ - 1);
+  const double drift = MedianInPlace(scratch_.data(), n);
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) {
+    scratch_[i] = std::abs(scratch_[i] - drift);
+    sum += scratch_[i];
+  }
+  // The larger of the median- and the mean-based estimate: minibatch losses are heavy-tailed, and
+  // the median alone would call their ordinary 5x bumps 10-sigma events.
+  sigma_ = std::max(1.4826 * MedianInPlace(scratch_.data(), n), 1.2533 * sum / static_cast<double>(n)) / std::sqrt(2.0);
 }
 
 double RobustWindow::Median() const {

@@ -27,9 +27,11 @@ class RobustWindow {
   size_t size() const { return size_; }
   size_t capacity() const { return capacity_; }
   bool empty() const { return size_ == 0; }
-  // The median of the values held, and the robust noise sigma: 1.4826 x the median absolute
-  // difference of consecutive values / sqrt(2), which a trend (the fast early drop of a loss)
-  // does not inflate as it does the spread about the median. 0 when fewer values than needed.
+  // The median of the values held, and the robust noise sigma: 1.4826 / sqrt(2) x the median
+  // absolute deviation of the consecutive differences about their median (the drift), or the
+  // mean-based estimate where that is larger (heavy tails); a trend (the fast early drop of a
+  // loss, sampled every 500 steps) does not inflate it as it does the spread about the median.
+  // 0 when fewer than 3 values.
   double Median() const;
   double Sigma() const;
 

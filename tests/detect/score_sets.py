@@ -13,10 +13,15 @@ score.py scores it); the scorer is taken from --sparse-scorer (default: the real
 
 Subsampling keeps the records of steps that are multiples of N and, of the other records, only
 their eval metrics (the eval records a sparse logger writes between training records). A label
-whose episode has no kept training record (a one-step spike between two logged steps, an
-isolated NaN) cannot be seen: it becomes an ambiguous zone, neither rewarded nor penalised. A
-visible label's onset moves to the first kept record at or after it (`stalled`: the last kept
-record before the gap, where the alert is attributed).
+is kept where the subsampled log still shows it, by the real kit's own labelling rules (its
+README): a `nan` needs a kept non-finite value in its episode, a `loss_spike` a kept loss >= 2x
+the median of the 20 kept losses before it, a `grad_explosion` a kept grad norm >= 10x the median
+of the 20 kept norms before it, within the episode (up to the first non-finite record); the
+other kinds are lasting changes, visible whenever a kept training record follows the onset. A
+label the log cannot show (a one-step spike between two logged steps, an isolated NaN, an
+explosion whose only logged sign is the NaN it ended in) becomes an ambiguous zone, neither
+rewarded nor penalised (and a faulty run with no visible label is left out). A visible label's onset moves to the first kept record at or after it
+(`stalled`: the last kept record before the gap, where the alert is attributed).
 
 Every mode prints the scorer's table and summary line and fails (exit 1) when a bound is missed.
 """
@@ -24,7 +29,7 @@ import argparse
 import glob
 import json
 import os
-import re
+import math
 import subprocess
 import sys
 import tempfile
@@ -80,6 +85,44 @@ def real(binary, d, tmp, args):
     return check("real kit", macro, fp, args.min_macro, args.max_fp)
 
 
+def rolling_ratio(history, value):
+    """value / median of the last 20 finite positive values of history (None when too few)."""
+    recent = [v for v in history if math.isfinite(v) and v > 0][-20:]
+    if len(recent) < 2 or not math.isfinite(value):
+        return None
+    recent.sort()
+    mid = len(recent) // 2
+    median = recent[mid] if len(recent) % 2 else (recent[mid - 1] + recent[mid]) / 2
+    return value / median
+
+
+def shows(kind, kept, onset, last):
+    """Whether the kept training records [(step, metrics)] show an anomaly of `kind` in [onset, last]."""
+    key = {"loss_spike": ("loss", 2.0), "grad_explosion": ("grad_norm", 10.0)}.get(kind)
+    history = []
+    for step, metrics in kept:
+        in_episode = onset <= step <= last
+        if kind == "nan":
+            if in_episode and any(not math.isfinite(v) for v in metrics.values()):
+                return True
+            continue
+        if key is None:
+            if step >= onset:
+                return True
+            continue
+        value = metrics.get(key[0])
+        if value is None:
+            continue
+        if in_episode:
+            if not math.isfinite(value):
+                return False  # the episode ended in a NaN before the log showed it
+            ratio = rolling_ratio(history, value)
+            if ratio is not None and ratio >= key[1]:
+                return True
+        history.append(value)
+    return False
+
+
 def subsample(d, cadence, out_dir):
     """Writes <out_dir>/runs/<run>.jsonl and <out_dir>/labels.json; returns the run files."""
     labels = json.load(open(os.path.join(d, "labels.json")))
@@ -88,6 +131,7 @@ def subsample(d, cadence, out_dir):
     files = []
     for run, lab in sorted(labels.items()):
         kept = []  # (step, is_training)
+        train_records = []  # (step, metrics) of the kept training records
         path = os.path.join(out_dir, "runs", run + ".jsonl")
         with open(os.path.join(d, run + ".jsonl")) as src, open(path, "w") as dst:
             for line in src:
@@ -100,6 +144,7 @@ def subsample(d, cadence, out_dir):
                     kept.append((rec["step"], False))
                 else:
                     kept.append((rec["step"], True))
+                    train_records.append((rec["step"], rec["metrics"]))
                 dst.write(json.dumps(rec) + "\n")
         files.append(path)
         train_steps = [s for s, t in kept if t]
@@ -113,7 +158,7 @@ def subsample(d, cadence, out_dir):
                 visible = bool(before) and any(s > onset for s in steps)
                 new_onset = before[-1] if before else onset
             else:
-                visible = any(onset <= s <= last for s in train_steps) or (
+                visible = shows(a["kind"], train_records, onset, last) or (
                     a["kind"] == "overfitting" and any(s >= onset for s in steps))
                 later = [s for s in steps if s >= onset]
                 new_onset = later[0] if later else onset
@@ -123,7 +168,9 @@ def subsample(d, cadence, out_dir):
             else:
                 ambiguous.append(dict(entry, onset=onset, why="not visible at cadence %d" % cadence))
         out_labels[run] = {"category": "anomalous" if lab["anomalies"] else "healthy",
-                           "anomalies": anomalies, "ambiguous": ambiguous}
+                           "anomalies": anomalies, "ambiguous": ambiguous,
+                           # A faulty run whose every fault is invisible is not a healthy run.
+                           "exclude_fp": bool(lab["anomalies"]) and not anomalies}
     with open(os.path.join(out_dir, "labels.json"), "w") as f:
         json.dump(out_labels, f)
     return files
