@@ -54,7 +54,7 @@ const ParamSpec kParams[] = {
          "EWMA weight per step of the slow baselines (0.02: time constant 50 steps)"),
     Real("a_record_max", "common", &DetectorOptions::a_record_max, kWeight,
          "the most one record may weigh in an EWMA, however many steps it covers"),
-    Count("window", "common", &DetectorOptions::window, Range{2, 64, false, false},
+    Count("window", "common", &DetectorOptions::window, Range{1, 64, false, false},
           "records in the rolling median windows of loss and grad norm, at most 64"),
     Real("sensitivity", "common", &DetectorOptions::sensitivity, Range{0.25, 4, false, false},
          "scales every ratio threshold on the log scale (the alerting file's sensitivity: low 1.5, high 0.7)"),
@@ -275,6 +275,13 @@ const ParamSpec* FindParam(std::string_view name) {
 
 bool IsSection(std::string_view name) {
   return name == "common" || name == "lr" || detect::KindFromName(name).has_value();
+}
+
+std::optional<double> SensitivityScale(std::string_view name) {
+  if (name == "low") return 1.5;
+  if (name == "default") return 1.0;
+  if (name == "high") return 0.7;
+  return std::nullopt;
 }
 
 std::string DefaultValueText(const ParamSpec& spec) {

@@ -46,6 +46,9 @@ std::span<const ParamSpec> ParamSpecs();
 const ParamSpec* FindParam(std::string_view name);
 // True for "common", "lr" and every kind name.
 bool IsSection(std::string_view name);
+// The scale of a named sensitivity: "low" 1.5 (thresholds 1.5x further on the log scale: fewer
+// alerts), "default" 1, "high" 0.7 (earlier alerts); nullopt for any other name.
+std::optional<double> SensitivityScale(std::string_view name);
 // The default value of `spec` as docs print it ("3", "300", "false").
 std::string DefaultValueText(const ParamSpec& spec);
 

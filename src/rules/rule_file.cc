@@ -106,12 +106,26 @@ class FileParser {
     return out;
   }
 
-  // A `detectors:` mapping: `bindings:` and one mapping of parameters per section.
+  // `sensitivity: low | default | high` (or the number itself): common.sensitivity.
+  Status ParseSensitivity(const YAML::Node& node, const std::string& where, DetectorSettings* out) const {
+    Result<std::string> text = Scalar(node, where);
+    if (!text.ok()) return text.status();
+    std::optional<double> scale = SensitivityScale(*text);
+    std::string value = scale ? std::to_string(*scale) : *text;
+    Status s = out->Set("common", "sensitivity", value);
+    if (!s.ok()) {
+      return Error(node, where + ": expected low, default, high or a number in [0.25, 4], got '" + *text + "'");
+    }
+    return s;
+  }
+
+  // A `detectors:` mapping: `sensitivity:`, `bindings:` and one mapping of parameters per section.
   Status ParseDetectors(const YAML::Node& node, const std::string& where,
                         DetectorSettings* out) const {
     return ForEachEntry(
         node, where,
         [&](const std::string& section, const YAML::Node& key, const YAML::Node& body) {
+          if (section == "sensitivity") return ParseSensitivity(body, where + ".sensitivity", out);
           if (section == "bindings") {
             return ForEachEntry(
                 body, where + ".bindings",
@@ -149,7 +163,8 @@ class FileParser {
               body, where, [&](const std::string& k, const YAML::Node& kn, const YAML::Node& v) {
                 if (k == "detectors")
                   return ParseDetectors(v, where + ".detectors", &project.settings);
-                return Error(kn, where + ": unknown key '" + k + "' (known: detectors)");
+                if (k == "sensitivity") return ParseSensitivity(v, where + ".sensitivity", &project.settings);
+                return Error(kn, where + ": unknown key '" + k + "' (known: detectors, sensitivity)");
               }));
           out->push_back(std::move(project));
           return Status::Ok();

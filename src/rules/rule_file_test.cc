@@ -140,7 +140,23 @@ projects:
   EXPECT_EQ(3, a.spike_k);  // globs apply in file order: "*" after "team-*"
   EXPECT_EQ(4, rules.DetectorOptionsFor("team-b").spike_ratio);
   EXPECT_EQ(3, rules.DetectorOptionsFor("x").spike_k);
-  EXPECT_EQ(3.0, rules.DetectorOptionsFor("x").spike_ratio);
+  EXPECT_EQ(detect::DetectorOptions{}.spike_ratio, rules.DetectorOptionsFor("x").spike_ratio);
+}
+
+TEST(RuleFileTest, SensitivityPerProjectScalesTheThresholds) {
+  RuleSet rules = MustParse(R"(
+detectors:
+  sensitivity: low
+projects:
+  vision-*:
+    sensitivity: high
+  nlp:
+    sensitivity: 1.2
+)");
+  EXPECT_DOUBLE_EQ(1.5, rules.DetectorOptionsFor("other").sensitivity);
+  EXPECT_DOUBLE_EQ(0.7, rules.DetectorOptionsFor("vision-a").sensitivity);
+  EXPECT_DOUBLE_EQ(1.2, rules.DetectorOptionsFor("nlp").sensitivity);
+  EXPECT_DOUBLE_EQ(1.0, MustParse("").DetectorOptionsFor("p").sensitivity);
 }
 
 TEST(RuleFileTest, GroupProjectFilters) {
@@ -311,15 +327,18 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{"detectors:\n  loss_spike:\n    spike_ration: 3\n",
                   "alerts.yml:3: detectors: unknown parameter 'spike_ration' for 'loss_spike' (its "
                   "parameters: "
-                  "enabled, spike_ratio, spike_k, spike_maxlen, mad_to_sigma)"},
+                  "enabled, spike_ratio, spike_k, spike_min_records)"},
         ErrorCase{"detectors:\n  loss_spike:\n    expl_ratio: 3\n",
                   "alerts.yml:3: detectors: parameter 'expl_ratio' belongs to 'grad_explosion', "
                   "not 'loss_spike'"},
         ErrorCase{"detectors:\n  loss_spike:\n    spike_ratio: -1\n",
                   "alerts.yml:3: detectors: loss_spike.spike_ratio: must be > 0, got '-1'"},
         ErrorCase{
-            "detectors:\n  loss_spike:\n    spike_maxlen: 2.5\n",
-            "alerts.yml:3: detectors: loss_spike.spike_maxlen: expected a whole number, got '2.5'"},
+            "detectors:\n  loss_spike:\n    spike_min_records: 2.5\n",
+            "alerts.yml:3: detectors: loss_spike.spike_min_records: expected a whole number, got '2.5'"},
+        ErrorCase{"projects:\n  p:\n    sensitivity: paranoid\n",
+                  "alerts.yml:3: projects.p.sensitivity: expected low, default, high or a number in [0.25, 4], "
+                  "got 'paranoid'"},
         ErrorCase{"detectors:\n  common:\n    a_slow: 2\n",
                   "alerts.yml:3: detectors: common.a_slow: must be in (0, 1], got '2'"},
         ErrorCase{"detectors:\n  common: {enabled: false}\n",
@@ -342,11 +361,11 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{"detectors:\n  bindings:\n    loss_fallback_suffix: [a, b]\n",
                   "alerts.yml:3: detectors: bindings.loss_fallback_suffix: expected one string"},
         ErrorCase{"projects:\n  nlp-*:\n    detector: {}\n",
-                  "alerts.yml:3: projects.nlp-*: unknown key 'detector' (known: detectors)"},
+                  "alerts.yml:3: projects.nlp-*: unknown key 'detector' (known: detectors, sensitivity)"},
         ErrorCase{"projects:\n  nlp-*:\n    detectors:\n      loss_spike: {nope: 1}\n",
                   "alerts.yml:4: projects.nlp-*.detectors: unknown parameter 'nope' for "
                   "'loss_spike' (its "
-                  "parameters: enabled, spike_ratio, spike_k, spike_maxlen, mad_to_sigma)"},
+                  "parameters: enabled, spike_ratio, spike_k, spike_min_records)"},
         // Groups.
         ErrorCase{"groups: {a: 1}\n",
                   "alerts.yml:1: groups: expected a list of groups, got a mapping"},
