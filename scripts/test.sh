@@ -8,14 +8,17 @@ PYTHON=${PYTHON:-/usr/bin/python3}
 
 status=0
 echo "== C++ unit tests"
-(cd "$BUILD_DIR" && ctest --output-on-failure -j "$(nproc)" -E '^detect_devset$') || status=1
+(cd "$BUILD_DIR" && ctest --output-on-failure -j "$(nproc)" -LE '^detect_score$') || status=1
 
-echo "== anomaly detection on the dev set (per-kind table and score line)"
-if (cd "$BUILD_DIR" && ctest -N -R '^detect_devset$' | grep -q 'detect_devset'); then
-  (cd "$BUILD_DIR" && ctest -V -R '^detect_devset$' | sed -n 's/^[0-9]*: //p') || status=1
-else
-  echo "detect_devset is not registered (no dev set found at configure time)"
-fi
+echo "== anomaly detection on the labelled sets: dense dev set, real logs, cadence sweep (tables and score lines)"
+for t in detect_devset detect_realkit detect_cadence_sweep; do
+  if (cd "$BUILD_DIR" && ctest -N -R "^$t\$" | grep -q "$t"); then
+    echo "-- $t"
+    (cd "$BUILD_DIR" && ctest -V -R "^$t\$" | sed -n 's/^[0-9]*: //p'; exit "${PIPESTATUS[0]}") || status=1
+  else
+    echo "$t is not registered (its labelled set was not found at configure time)"; status=1
+  fi
+done
 
 echo "== integration tests (real server processes)"
 TRAINWATCH_BIN="$(pwd)/$BUILD_DIR/bin/trainwatch" "$PYTHON" -m pytest -q tests/integration || status=1
