@@ -1,0 +1,100 @@
+"""One detection path online and offline: the real training logs of the anomaly kit, written to a real
+server through /api/v1/write, raise the same (run, kind, step) incidents as `trainwatch detect` on the
+same lines; and the offline command refuses what /write refuses, naming the line.
+"""
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+from conftest import BIN, REPO
+
+WAIT = 120.0
+
+
+def real_kit():
+    """The real-log kit: the shared copy beside the checkout, else the snapshot the build extracted."""
+    candidates = [os.path.join(REPO, "..", "shared", "anomaly-real-dev"),
+                  os.path.join(os.path.dirname(os.path.dirname(BIN)), "anomaly-real-dev")]
+    for c in candidates:
+        if os.path.isfile(os.path.join(c, "labels.json")):
+            return os.path.join(c, "runs")
+    pytest.fail("no real-log kit at %s" % " or ".join(candidates))
+
+
+def offline_incidents(files):
+    """(run, kind, step) of every incident start `trainwatch detect --resolved` reports."""
+    out = subprocess.run([BIN, "detect", "--resolved"] + files, stdout=subprocess.PIPE, check=True,
+                         universal_newlines=True).stdout
+    open_kinds, starts = set(), set()
+    for line in out.splitlines():
+        a = json.loads(line)
+        key = (a["run"], a["kind"])
+        if a.get("state") == "resolved":
+            open_kinds.discard(key)
+        elif key not in open_kinds:
+            open_kinds.add(key)
+            starts.add((a["run"], a["kind"], a["step"]))
+    return starts
+
+
+def online_alerts(server):
+    listed = server.get_json("/api/v1/alerts", {"project": "default", "limit": 10000})["alerts"]
+    return {(a["run"], a["kind"], a["step"]) for a in listed}
+
+
+def test_real_logs_raise_the_same_incidents_online_and_offline(server_factory):
+    runs = real_kit()
+    files = sorted(os.path.join(runs, f) for f in os.listdir(runs) if f.endswith(".jsonl"))
+    expected = offline_incidents(files)
+    assert len(expected) > 30, expected  # the kit's anomalies are there to be found
+
+    # Cooldown 0: every incident start is its own alert, as the offline command prints it.
+    server = server_factory("--alert-cooldown", "0s")
+    records = 0
+    for path in files:
+        with open(path, "rb") as f:
+            body = f.read()
+        records += body.count(b"\n")
+        ack = server.write_ok(body)
+        assert not ack.get("errors"), (path, ack)
+
+    deadline = time.monotonic() + WAIT
+    while True:
+        got = online_alerts(server)
+        if got == expected or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert server.metric_value("trainwatch_detector_records_total") == records
+    assert got == expected, ("only online: %s\nonly offline: %s" % (sorted(got - expected), sorted(expected - got)))
+
+
+def test_offline_refuses_what_write_refuses_and_keeps_the_rest(server, tmp_path):
+    lines = [
+        '{"run": "r", "step": 0, "time": 1767225600, "metrics": {"loss": 1.0}}',
+        '{"run": "r", "step": "one", "metrics": {"loss": 1.0}}',  # a step must be an integer
+        '{"run": "r", "step": 1, "time": 1767225601, "metrics": {"loss": NaN}}',
+    ]
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    offline = subprocess.run([BIN, "detect", str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             universal_newlines=True)
+    assert offline.returncode == 1
+    assert "mixed.jsonl:2:" in offline.stderr and "step" in offline.stderr, offline.stderr
+    kinds = [json.loads(l)["kind"] for l in offline.stdout.splitlines()]
+    assert kinds == ["nan"], offline.stdout
+
+    online = server.write("\n".join(lines) + "\n")
+    errors = online.json().get("errors") or []
+    assert any("line 2" in e or "2:" in e or "step" in e for e in map(str, errors)), online
+
+
+def test_offline_never_reports_stalled_at_the_end_of_a_finished_file(tmp_path):
+    path = tmp_path / "short.jsonl"
+    path.write_text("".join(json.dumps({"run": "r", "step": s, "time": 1767225600 + s, "metrics": {"loss": 1.0}}) + "\n"
+                            for s in range(100)))
+    out = subprocess.run([BIN, "detect", str(path)], stdout=subprocess.PIPE, check=True,
+                         universal_newlines=True).stdout
+    assert out == ""
