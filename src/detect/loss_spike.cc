@@ -22,8 +22,10 @@ void LossSpikeDetector::Observe(int64_t step, double ll, bool armed, bool dense,
     return;
   }
   const double med = window_.Median();
-  const double thr =
-      options_.sensitivity * std::max(std::log(options_.spike_ratio), options_.spike_k * window_.Sigma());
+  // The noise term matters only above the ratio floor: most records never pay for it.
+  const double floor = options_.sensitivity * std::log(options_.spike_ratio);
+  const double thr = ll - med > floor || excursion_ ? std::max(floor, options_.sensitivity * options_.spike_k * window_.Sigma())
+                                                    : floor;
   if (excursion_) {
     Excursion& e = *excursion_;
     // One incident until the loss is back under half the threshold over the level it left.

@@ -32,25 +32,35 @@ void RobustWindow::SetCapacity(int64_t capacity) {
 }
 
 void RobustWindow::Push(double x) {
+  double* begin = sorted_.data();
+  double* end = begin + size_;
+  if (size_ == capacity_) {
+    // Drop the value the ring overwrites from the sorted copy.
+    double* old = std::lower_bound(begin, end, ring_[next_]);
+    std::move(old + 1, end, old);
+    --end;
+  } else {
+    ++size_;
+  }
+  double* at = std::upper_bound(begin, end, x);
+  std::move_backward(at, end, end + 1);
+  *at = x;
   ring_[next_] = x;
   next_ = (next_ + 1) % capacity_;
-  size_ = std::min(size_ + 1, capacity_);
-  fresh_ = false;
+  sigma_fresh_ = false;
 }
 
-void RobustWindow::Refresh() const {
-  if (fresh_) return;
-  fresh_ = true;
-  if (size_ == 0) {
-    median_ = sigma_ = 0;
-    return;
-  }
-  std::copy(ring_.begin(), ring_.begin() + static_cast<std::ptrdiff_t>(size_), scratch_.begin());
-  median_ = MedianInPlace(scratch_.data(), size_);
-  if (size_ < 3) {
-    sigma_ = 0;
-    return;
-  }
+double RobustWindow::Median() const {
+  if (size_ == 0) return 0;
+  const size_t mid = size_ / 2;
+  return size_ % 2 == 1 ? sorted_[mid] : (sorted_[mid - 1] + sorted_[mid]) / 2;
+}
+
+double RobustWindow::Sigma() const {
+  if (sigma_fresh_) return sigma_;
+  sigma_fresh_ = true;
+  sigma_ = 0;
+  if (size_ < 3) return sigma_;
   // Consecutive differences in push order: the oldest value is at next_ once the ring is full.
   const size_t first = size_ == capacity_ ? next_ : 0;
   const size_t n = size_ - 1;
@@ -66,15 +76,6 @@ void RobustWindow::Refresh() const {
   // The larger of the median- and the mean-based estimate: minibatch losses are heavy-tailed, and
   // the median alone would call their ordinary 5x bumps 10-sigma events.
   sigma_ = std::max(1.4826 * MedianInPlace(scratch_.data(), n), 1.2533 * sum / static_cast<double>(n)) / std::sqrt(2.0);
-}
-
-double RobustWindow::Median() const {
-  Refresh();
-  return median_;
-}
-
-double RobustWindow::Sigma() const {
-  Refresh();
   return sigma_;
 }
 

@@ -1,8 +1,9 @@
-// RobustWindow: the last N values of one series (N <= kMaxCapacity) and their median and median
-// absolute deviation, the "robust statistics of the last ~20 logged values" that judge a record
-// whatever the logging cadence (docs/detectors.md, common machinery). A fixed ring: no allocation
-// after construction; the median costs one nth_element over at most kMaxCapacity values and is
-// cached until the next Push.
+// RobustWindow: the last N values of one series (N <= kMaxCapacity), their median and a robust
+// noise sigma: the "robust statistics of the last ~20 logged values" that judge a record whatever
+// the logging cadence (docs/detectors.md, common machinery). Fixed arrays, no allocation after
+// construction. The values are also kept sorted (one binary search and a move of at most N values
+// per Push), so the median is O(1); the sigma costs O(N log N) and is computed only when asked for,
+// then cached until the next Push.
 //
 // Thread-safety: none; owned by one detector.
 #pragma once
@@ -21,7 +22,7 @@ class RobustWindow {
   explicit RobustWindow(int64_t capacity);
 
   void Push(double x);
-  void Clear() { size_ = next_ = 0; fresh_ = false; }
+  void Clear() { size_ = next_ = 0; sigma_fresh_ = false; }
   void SetCapacity(int64_t capacity);
 
   size_t size() const { return size_; }
@@ -36,16 +37,14 @@ class RobustWindow {
   double Sigma() const;
 
  private:
-  void Refresh() const;
-
   std::array<double, kMaxCapacity> ring_{};
+  std::array<double, kMaxCapacity> sorted_{};  // the same values, ascending
   size_t capacity_;
   size_t size_ = 0;
   size_t next_ = 0;
-  // Cache of the statistics of the current contents.
+  // Sigma of the current contents, when computed.
   mutable std::array<double, kMaxCapacity> scratch_{};
-  mutable bool fresh_ = false;
-  mutable double median_ = 0;
+  mutable bool sigma_fresh_ = false;
   mutable double sigma_ = 0;
 };
 
