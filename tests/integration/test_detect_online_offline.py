@@ -40,9 +40,12 @@ def offline_incidents(files):
     return starts
 
 
+def listed_alerts(server):
+    return server.get_json("/api/v1/alerts", {"project": "default", "limit": 10000})["alerts"]
+
+
 def online_alerts(server):
-    listed = server.get_json("/api/v1/alerts", {"project": "default", "limit": 10000})["alerts"]
-    return {(a["run"], a["kind"], a["step"]) for a in listed}
+    return {(a["run"], a["kind"], a["step"]) for a in listed_alerts(server)}
 
 
 def test_real_logs_raise_the_same_incidents_online_and_offline(server_factory):
@@ -69,6 +72,16 @@ def test_real_logs_raise_the_same_incidents_online_and_offline(server_factory):
         time.sleep(0.2)
     assert server.metric_value("trainwatch_detector_records_total") == records
     assert got == expected, ("only online: %s\nonly offline: %s" % (sorted(got - expected), sorted(expected - got)))
+
+    # Alerts explain themselves: what was judged, against what, the ratio and how many records.
+    explosions = [a for a in listed_alerts(server) if a["kind"] == "grad_explosion"]
+    assert explosions
+    for a in explosions:
+        notes = a["annotations"]
+        observed, baseline, ratio = (float(notes[k]) for k in ("observed", "baseline", "ratio"))
+        assert ratio == pytest.approx(observed / baseline, rel=1e-3), notes
+        assert ratio >= 10 and int(notes["judged_on_records"]) >= 2, notes
+        assert "median" in a["message"] or "baseline" in a["message"], a["message"]
 
 
 def test_offline_refuses_what_write_refuses_and_keeps_the_rest(server, tmp_path):
