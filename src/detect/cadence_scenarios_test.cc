@@ -204,6 +204,25 @@ TEST(CadenceScenarioTest, FiveHundredStepLoggingWithARealSpike) {
   EXPECT_THAT(a.message, ::testing::HasSubstr("median"));
 }
 
+TEST(CadenceScenarioTest, ALossJumpThatHoldsWhileTheLrStillWarmsUpIsADivergence) {
+  // Per-step logging during a linear warm-up; from step 70 the loss sits 3x higher and stays.
+  auto run_with = [](bool lr_rising) {
+    Scenario sc;
+    SmoothRun run;
+    for (int64_t s = 0; s < 100; ++s) {
+      Metrics m = run.At(s);
+      if (s >= 70) m[0].second *= 3;
+      m.emplace_back("lr", lr_rising ? 1e-4 * static_cast<double>(s + 1) : 1e-3);
+      sc.Add(s, TimeOf(s), m);
+    }
+    return sc.Summary();
+  };
+  EXPECT_THAT(run_with(true), ElementsAre("divergence@72"));
+  // The same jump at a constant lr is a level shift: neither a spike (it never comes back) nor,
+  // within these records, a divergence.
+  EXPECT_THAT(run_with(false), IsEmpty());
+}
+
 TEST(CadenceScenarioTest, ALogEndingMidRunIsNotAStall) {
   // Offline, the records simply stop: nothing after the last one says the job hung.
   Scenario sc;

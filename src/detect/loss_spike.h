@@ -41,6 +41,9 @@ class LossSpikeDetector {
   // the threshold, for less than a window of records (then it is the new level). A rise that
   // began as a jump is a spike until it has lasted that long, never a divergence.
   bool InExcursion() const { return excursion_.has_value(); }
+  // Consecutive records the open excursion has held (0 when none is open), and the level it left (ln).
+  int64_t excursion_records() const { return excursion_ ? excursion_->records : 0; }
+  double excursion_base() const { return excursion_ ? excursion_->base : 0; }
   // Whether the last record ended an excursion that had become the new level (once).
   bool TakeNewLevel() { return std::exchange(new_level_, false); }
 

@@ -68,6 +68,7 @@ struct DetectorOptions {
   int64_t osc_span = 50;
   double div_rise = std::log(2.0);  // smoothed log-loss rise that counts as divergence
   int64_t div_persist = 100;        // steps the generic rise must hold (in records: at least warm_records)
+  int64_t div_warmup_records = 3;   // a loss excursion held this many records while the lr kept rising
   double div_eval_ratio = 2.0;      // eval loss this far above its best, with no training loss logged since
   double a_dif_base = 0.01;         // EWMA weights of |d ln L|: baseline and fast
   double a_dif_fast = 0.05;

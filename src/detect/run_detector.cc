@@ -179,6 +179,22 @@ void RunDetector::EvalDetectors(int64_t step, double time, MetricSpan metrics, s
   ObserveCondition(AlertKind::kOverfitting, overfit_.Holding(), options_.resolve_records, step, time, out);
 }
 
+void RunDetector::WarmupDivergence(int64_t step, const Picked& loss, const std::optional<Picked>& lr, bool armed,
+                                   AlertSink& sink) {
+  const int64_t held = spike_.excursion_records();
+  if (held == 1) excursion_lr_ = lr && std::isfinite(lr->value) ? lr->value : NAN;
+  if (!armed || held != options_.div_warmup_records || !lr || !(lr->value > excursion_lr_)) return;
+  // The loss jumped and stayed up while the lr kept climbing: the warm-up (or a schedule that
+  // grows) pushed the run past its stable step size. A spike comes back; this one is driven.
+  const double base = std::exp(spike_.excursion_base());
+  const double ratio = loss.value / base;
+  sink.Emit(AlertKind::kDivergence, loss.name, step, ratio,
+            Format("%.*s %.4g has stayed above %.4g for %lld records while the lr rose from %.3g to %.3g",
+                   static_cast<int>(loss.name.size()), loss.name.data(), loss.value, base,
+                   static_cast<long long>(held), excursion_lr_, lr->value),
+            Evidence{loss.value, base, ratio, held});
+}
+
 bool RunDetector::NanCheck(int64_t step, MetricSpan metrics, AlertSink& sink) {
   std::string_view first_bad;
   bool nonfinite = false;
@@ -237,6 +253,7 @@ void RunDetector::TrainingDetectors(int64_t step, MetricSpan metrics, AlertSink&
     bool armed = step > restart_until_;
     spike_.Observe(step, ll, armed && !lr_.shock(), cadence_.interval() < kSparseInterval, loss->name, sink);
     if (spike_.TakeNewLevel()) trend_.ResetMinimum();  // a jump that stayed is a level, not a rise
+    WarmupDivergence(step, *loss, lr, armed, sink);
     trend_.Observe(step, ll, steps_, ready, armed && !spike_.InExcursion(), cadence_.RecordsFor(options_.div_persist, options_.warm_records),
                    lr_.shock(), loss->name, sink);
   }

@@ -67,6 +67,9 @@ class RunDetector {
   // one is, from then on). Another name for the same role (AlgoPerf's eval-time `train/loss`
   // beside the step's `loss`) is a different series and is not mixed into the loss baselines.
   bool IsRunLoss(MetricSpan metrics);
+  // divergence: a loss excursion that holds div_warmup_records records while the lr keeps rising.
+  void WarmupDivergence(int64_t step, const Picked& loss, const std::optional<Picked>& lr, bool armed,
+                        AlertSink& sink);
   // Eval-side signals: overfitting; divergence and nan seen only in eval records once the
   // training records have stopped.
   void EvalDetectors(int64_t step, double time, MetricSpan metrics, std::vector<Alert>* out);
@@ -103,6 +106,7 @@ class RunDetector {
   bool train_since_eval_ = true;     // a training record arrived since the last eval record
   std::optional<double> eval_best_;  // lowest eval log loss so far
   bool eval_nan_ = false;            // a non-finite eval loss already alerted
+  double excursion_lr_ = NAN;        // the lr when the open loss excursion began
   int64_t records_ = 0;
   std::optional<int64_t> last_step_;  // the previous record's step
   std::optional<int64_t> train_step_;

@@ -121,6 +121,8 @@ const ParamSpec kParams[] = {
          "rise of the smoothed ln loss that counts as divergence (ln 2: doubled)"),
     Count("div_persist", "divergence", &DetectorOptions::div_persist, kNonNegative,
           "steps the generic rise must hold (and at least warm_records records)"),
+    Count("div_warmup_records", "divergence", &DetectorOptions::div_warmup_records, kAtLeastOne,
+          "a loss excursion held this many records while the lr kept rising"),
     Real("div_eval_ratio", "divergence", &DetectorOptions::div_eval_ratio, kPositive,
          "eval loss this many times its best while no training record is logged"),
 
