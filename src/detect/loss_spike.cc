@@ -14,6 +14,13 @@ void LossSpikeDetector::Report(int64_t step, const Excursion& e, std::string_vie
             Evidence{std::exp(e.peak), std::exp(e.base), ratio, static_cast<int64_t>(e.window_size)});
 }
 
+double LossSpikeDetector::Noise(bool dense) const {
+  // Logged every step, the level of a small-batch loss wanders between neighbouring records, and
+  // a spike must clear that spread too; logged sparsely, the spread is mostly the trend between
+  // records (the early fall of the loss), and only the record-to-record noise counts.
+  return dense ? std::max(window_.Sigma(), window_.Spread()) : window_.Sigma();
+}
+
 void LossSpikeDetector::Observe(int64_t step, double ll, bool armed, bool dense, std::string_view metric,
                                 AlertSink& sink) {
   if (window_.capacity() != static_cast<size_t>(options_.window)) window_.SetCapacity(options_.window);
@@ -24,7 +31,7 @@ void LossSpikeDetector::Observe(int64_t step, double ll, bool armed, bool dense,
   const double med = window_.Median();
   // The noise term matters only above the ratio floor: most records never pay for it.
   const double floor = options_.sensitivity * std::log(options_.spike_ratio);
-  const double thr = ll - med > floor || excursion_ ? std::max(floor, options_.sensitivity * options_.spike_k * window_.Sigma())
+  const double thr = ll - med > floor || excursion_ ? std::max(floor, options_.sensitivity * options_.spike_k * Noise(dense))
                                                     : floor;
   if (excursion_) {
     Excursion& e = *excursion_;

@@ -60,6 +60,7 @@ class LossSpikeDetector {
     size_t window_size;
   };
   void Report(int64_t step, const Excursion& e, std::string_view metric, AlertSink& sink);
+  double Noise(bool dense) const;
   const DetectorOptions& options_;
   RobustWindow window_;
   std::optional<Excursion> excursion_;

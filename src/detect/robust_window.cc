@@ -56,6 +56,13 @@ double RobustWindow::Median() const {
   return size_ % 2 == 1 ? sorted_[mid] : (sorted_[mid - 1] + sorted_[mid]) / 2;
 }
 
+double RobustWindow::Spread() const {
+  if (size_ < 3) return 0;
+  const double med = Median();
+  for (size_t i = 0; i < size_; ++i) scratch_[i] = std::abs(sorted_[i] - med);
+  return 1.4826 * MedianInPlace(scratch_.data(), size_);
+}
+
 double RobustWindow::Sigma() const {
   if (sigma_fresh_) return sigma_;
   sigma_fresh_ = true;

@@ -35,6 +35,9 @@ class RobustWindow {
   // 0 when fewer than 3 values.
   double Median() const;
   double Sigma() const;
+  // 1.4826 x the median absolute deviation about the median: the spread of the values themselves,
+  // which a trend inflates but which also holds slow wandering of the level.
+  double Spread() const;
 
  private:
   std::array<double, kMaxCapacity> ring_{};
@@ -42,9 +45,9 @@ class RobustWindow {
   size_t capacity_;
   size_t size_ = 0;
   size_t next_ = 0;
-  // Sigma of the current contents, when computed.
+  // Sigma of the current contents, when computed (Spread reuses the scratch, uncached).
   mutable std::array<double, kMaxCapacity> scratch_{};
-  mutable bool sigma_fresh_ = false;
+  mutable bool sigma_fresh_ = false;  // Spread() clobbers scratch_, never sigma_
   mutable double sigma_ = 0;
 };
 
