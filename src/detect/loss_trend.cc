@@ -6,7 +6,10 @@
 namespace trainwatch::detect {
 
 void LossTrendDetector::Observe(int64_t step, double ll, int64_t steps, bool ready, bool armed, int64_t persist,
-                                std::optional<Shock>& shock, std::string_view metric, AlertSink& sink) {
+                                bool sparse, std::optional<Shock>& shock, std::string_view metric,
+                                AlertSink& sink) {
+  recent_[static_cast<size_t>(recent_count_ % 3)] = ll;
+  ++recent_count_;
   slow_.Update(ll, steps);
   if (last_ll_) {
     double d = std::abs(ll - *last_ll_);
@@ -15,7 +18,7 @@ void LossTrendDetector::Observe(int64_t step, double ll, int64_t steps, bool rea
   }
   last_ll_ = ll;
   if (shock && step - shock->step > options_.shock_window) shock.reset();  // unclassified: close it
-  if (shock && shock->ready) ClassifyShock(step, *shock, metric, sink);
+  if (shock && shock->ready) ClassifyShock(step, *shock, sparse, metric, sink);
   if (ready && armed && !shock) {
     GenericDivergence(step, persist, metric, sink);
   } else {
@@ -23,10 +26,17 @@ void LossTrendDetector::Observe(int64_t step, double ll, int64_t steps, bool rea
   }
 }
 
-void LossTrendDetector::ClassifyShock(int64_t step, const Shock& shock, std::string_view metric,
+double LossTrendDetector::RecentLevel() const {
+  if (recent_count_ < 3) return slow_.mean();
+  std::array<double, 3> v = recent_;
+  std::sort(v.begin(), v.end());
+  return v[1];
+}
+
+void LossTrendDetector::ClassifyShock(int64_t step, const Shock& shock, bool sparse, std::string_view metric,
                                       AlertSink& sink) {
   int64_t age = step - shock.step;
-  double rise = slow_.mean() - shock.lo0;
+  double rise = (sparse ? RecentLevel() : slow_.mean()) - shock.lo0;
   double vr = dif_fast_.mean() / std::max(shock.dif0, 1e-12);
   if (age >= options_.osc_age && age <= options_.osc_age + options_.osc_span && vr >= options_.osc_ratio) {
     if (sink.Emit(AlertKind::kLossOscillation, metric, step, vr,

@@ -3,6 +3,7 @@
 // section 2). State: three Ewmas and five scalars.
 #pragma once
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -26,13 +27,16 @@ class LossTrendDetector {
   // One finite log loss. `ready`: the loss baseline was warm before this record; `armed`: outside
   // a restart window; `persist`: the records that cover div_persist steps at the run's cadence.
   // May close `shock` (after shock_window steps).
-  void Observe(int64_t step, double ll, int64_t steps, bool ready, bool armed, int64_t persist,
+  // `sparse`: the run logs every >= 10 steps, so the shock is judged on the median of the last 3
+  // logged losses (the slow EWMA would still be catching up when the classification window ends).
+  void Observe(int64_t step, double ll, int64_t steps, bool ready, bool armed, int64_t persist, bool sparse,
                std::optional<Shock>& shock, std::string_view metric, AlertSink& sink);
   // A warm restart: the loss is expected to rise, forget the running minimum.
   void ResetMinimum() { lo_min_.reset(); }
 
   double level() const { return slow_.mean(); }            // m_slow (ln)
   int64_t count() const { return slow_.count(); }          // losses learned
+  double RecentLevel() const;  // median of the last 3 log losses (m_slow before there are 3)
   double variability() const { return dif_base_.mean(); }  // dif baseline
 
   // After a divergence alert: whether the smoothed log loss is still above the alert's reference
@@ -45,7 +49,7 @@ class LossTrendDetector {
   }
 
  private:
-  void ClassifyShock(int64_t step, const Shock& shock, std::string_view metric, AlertSink& sink);
+  void ClassifyShock(int64_t step, const Shock& shock, bool sparse, std::string_view metric, AlertSink& sink);
   void GenericDivergence(int64_t step, int64_t persist, std::string_view metric, AlertSink& sink);
 
   const DetectorOptions& options_;
@@ -53,6 +57,8 @@ class LossTrendDetector {
   Ewma dif_base_;
   Ewma dif_fast_;
   std::optional<double> last_ll_;
+  std::array<double, 3> recent_{};  // the last 3 log losses (ring)
+  int recent_count_ = 0;
   std::optional<double> lo_min_;
   std::optional<int64_t> div_since_;
   int64_t div_records_ = 0;  // records since div_since_

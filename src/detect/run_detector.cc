@@ -230,7 +230,10 @@ void RunDetector::TrainingDetectors(int64_t step, MetricSpan metrics, AlertSink&
   auto ur = pick(layout_.update_ratio);
 
   if (lr && std::isfinite(lr->value)) {
-    ShockBaselines baselines{explosion_.baseline(), trend_.level(), trend_.variability(),
+    // At sparse cadences the level before the shock is the recent one: an EWMA of the first few
+    // records still holds the early fall of the loss.
+    const double level = cadence_.interval() >= kSparseInterval ? trend_.RecentLevel() : trend_.level();
+    ShockBaselines baselines{explosion_.baseline(), level, trend_.variability(),
                              trend_.count() >= cadence_.RecordsFor(options_.warm, options_.warm_records)};
     switch (lr_.Observe(step, lr->value, records_, baselines)) {
       case LrContext::Event::kShockOpened:
@@ -254,8 +257,9 @@ void RunDetector::TrainingDetectors(int64_t step, MetricSpan metrics, AlertSink&
     spike_.Observe(step, ll, armed && !lr_.shock(), cadence_.interval() < kSparseInterval, loss->name, sink);
     if (spike_.TakeNewLevel()) trend_.ResetMinimum();  // a jump that stayed is a level, not a rise
     WarmupDivergence(step, *loss, lr, armed, sink);
-    trend_.Observe(step, ll, steps_, ready, armed && !spike_.InExcursion(), cadence_.RecordsFor(options_.div_persist, options_.warm_records),
-                   lr_.shock(), loss->name, sink);
+    trend_.Observe(step, ll, steps_, ready, armed && !spike_.InExcursion(),
+                   cadence_.RecordsFor(options_.div_persist, options_.warm_records),
+                   cadence_.interval() >= kSparseInterval, lr_.shock(), loss->name, sink);
   }
   std::optional<double> lr_value = lr ? std::optional<double>(lr->value) : std::nullopt;
   std::optional<double> ur_value = ur ? std::optional<double>(ur->value) : std::nullopt;
