@@ -4,14 +4,14 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 #include <map>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "alerting/run_monitor.h"
-#include "common/file_system.h"
 #include "ingest/json_lines.h"
 #include "ingest/limits.h"
 #include "rules/rule_file.h"
@@ -31,7 +31,7 @@ constexpr const char* kDetectUsage =
     "  --rules FILE  the alerting file the server uses (detector settings and rules; receivers ignored)\n"
     "  --resolved    also print when an incident clears (the same fields plus \"state\":\"resolved\")\n";
 
-// Lines go through the server's /write parser in chunks of about this many bytes (whole lines).
+// Files are read, and their whole lines handed to the server's /write parser, in blocks of this size.
 constexpr size_t kChunkBytes = 4 << 20;
 
 }  // namespace
@@ -77,14 +77,9 @@ int DetectCommand(const std::vector<std::string>& args) {
       std::fprintf(stderr, "trainwatch detect: cannot open %s\n", path.c_str());
       return 1;
     }
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    const std::string body = buffer.str();
     uint64_t first_line = 0;  // lines before the chunk
-    for (size_t at = 0; at < body.size();) {
-      size_t end = body.size() - at <= kChunkBytes ? std::string::npos : body.find('\n', at + kChunkBytes);
-      end = end == std::string::npos ? body.size() : end + 1;
-      std::string_view chunk(body.data() + at, end - at);
+    // Whole lines go to the parser; a file is read a block at a time, never held in memory whole.
+    auto detect = [&](std::string_view chunk) {
       // A record without "time" has none (NaN): the time detectors skip it.
       ingest::ParsedLines parsed = ingest::ParseJsonLines(chunk, NAN, limits);
       for (const ingest::LineError& e : parsed.errors) {
@@ -106,8 +101,17 @@ int DetectCommand(const std::vector<std::string>& args) {
         }
       }
       first_line += static_cast<uint64_t>(std::count(chunk.begin(), chunk.end(), '\n'));
-      at = end;
+    };
+    std::string buffer;
+    std::vector<char> block(kChunkBytes);
+    while (in.read(block.data(), static_cast<std::streamsize>(block.size())) || in.gcount() > 0) {
+      buffer.append(block.data(), static_cast<size_t>(in.gcount()));
+      const size_t last_newline = buffer.rfind('\n');
+      if (last_newline == std::string::npos) continue;  // a line longer than a block: read on
+      detect(std::string_view(buffer).substr(0, last_newline + 1));
+      buffer.erase(0, last_newline + 1);
     }
+    if (!buffer.empty()) detect(buffer);  // the last line had no newline
   }
   return bad_lines == 0 ? 0 : 1;
 }

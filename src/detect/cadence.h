@@ -15,6 +15,9 @@ namespace trainwatch::detect {
 // The fewest records a persistence rule counts at any cadence: one record of a sparse log may
 // cover the whole persistence in steps, but one alone is never evidence that something persists.
 inline constexpr int64_t kMinPersistRecords = 2;
+// A run logging training records at least this many steps apart is sparse: one record may be a
+// whole episode.
+inline constexpr int64_t kSparseInterval = 10;
 
 class Cadence {
  public:
@@ -25,6 +28,7 @@ class Cadence {
 
   // The median step gap of the recent training records; 1 before any gap was seen.
   int64_t interval() const { return interval_; }
+  bool sparse() const { return interval_ >= kSparseInterval; }
   // Records that cover `steps` steps at the current interval, clamped to [min_records, max(steps, min_records)].
   int64_t RecordsFor(int64_t steps, int64_t min_records) const;
 

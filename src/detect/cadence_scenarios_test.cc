@@ -2,6 +2,7 @@
 // eval-only records, huge normal norms, warm-up, schedules and resumes. Small runs in, alerts out.
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -56,6 +57,16 @@ std::vector<int64_t> Every(int64_t interval, int64_t last) {
   return steps;
 }
 
+// Feeds `run`'s record at each of `steps` to `sc`, letting `edit` change it first.
+void Feed(Scenario& sc, SmoothRun& run, const std::vector<int64_t>& steps,
+          const std::function<void(int64_t, Metrics*)>& edit = nullptr) {
+  for (int64_t s : steps) {
+    Metrics m = run.At(s);
+    if (edit) edit(s, &m);
+    sc.Add(s, TimeOf(s), m);
+  }
+}
+
 TEST(CadenceTest, LearnsTheIntervalAndASwitchToSparserLogging) {
   Cadence c;
   for (int i = 0; i < 20; ++i) EXPECT_FALSE(c.Observe(1));
@@ -81,11 +92,9 @@ TEST(RobustWindowTest, MedianAndATrendFreeSigma) {
 TEST(CadenceScenarioTest, ExplosionInTheSecondUpdateIsCaughtAtOnce) {
   Scenario sc;
   SmoothRun run(17.0);
-  for (int64_t s = 0; s < 60; ++s) {
-    Metrics m = run.At(s);
-    if (s == 2) m[1].second = 17.0 * 200;  // 200x the first rows' norm
-    sc.Add(s, TimeOf(s), m);
-  }
+  Feed(sc, run, Every(1, 59), [](int64_t s, Metrics* m) {
+    if (s == 2) (*m)[1].second = 17.0 * 200;  // 200x the first rows' norm
+  });
   EXPECT_THAT(sc.Summary(), ElementsAre("grad_explosion@2"));
   const Evidence& e = sc.alerts()[0].evidence;
   EXPECT_NEAR(e.ratio, 200, 80);
@@ -96,7 +105,7 @@ TEST(CadenceScenarioTest, ExplosionInTheSecondUpdateIsCaughtAtOnce) {
 TEST(CadenceScenarioTest, PerStepPrefixThenHundredStepLoggingIsQuiet) {
   Scenario sc;
   SmoothRun run;
-  for (int64_t s : PrefixThenEvery(100, 60000)) sc.Add(s, TimeOf(s), run.At(s));
+  Feed(sc, run, PrefixThenEvery(100, 60000));
   EXPECT_THAT(sc.Summary(), IsEmpty());
 }
 
@@ -104,20 +113,18 @@ TEST(CadenceScenarioTest, WarmUpWithA60xNormRiseAcrossTheCadenceSwitchIsQuiet) {
   // The grad norm climbs 60x while the lr warms up; the log goes from every step to every 500.
   Scenario sc;
   SmoothRun run;
-  for (int64_t s : PrefixThenEvery(500, 100000)) {
-    Metrics m = run.At(s);
+  Feed(sc, run, PrefixThenEvery(500, 100000), [](int64_t s, Metrics* m) {
     double warm = std::min(1.0, static_cast<double>(s) / 2000.0);
-    m[1].second *= 0.1 + 5.9 * warm;
-    m.emplace_back("lr", 1e-3 * std::max(warm, 0.01));
-    sc.Add(s, TimeOf(s), m);
-  }
+    (*m)[1].second *= 0.1 + 5.9 * warm;
+    m->emplace_back("lr", 1e-3 * std::max(warm, 0.01));
+  });
   EXPECT_THAT(sc.Summary(), IsEmpty());
 }
 
 TEST(CadenceScenarioTest, NanSeenOnlyInEvalRowsAfterTheTrainingRowsStop) {
   Scenario sc;
   SmoothRun run;
-  for (int64_t s = 0; s < 100; ++s) sc.Add(s, TimeOf(s), run.At(s));
+  Feed(sc, run, Every(1, 99));
   for (int64_t s = 1000; s <= 12000; s += 1000) {
     double val = s >= 8000 ? NAN : 3.0 - static_cast<double>(s) / 10000.0;
     sc.Add(s, TimeOf(s), {{"val_loss", val}, {"validation/accuracy", 0.5}});
@@ -128,7 +135,7 @@ TEST(CadenceScenarioTest, NanSeenOnlyInEvalRowsAfterTheTrainingRowsStop) {
 TEST(CadenceScenarioTest, DivergenceSeenOnlyInEvalRowsAfterTheTrainingRowsStop) {
   Scenario sc;
   SmoothRun run;
-  for (int64_t s = 0; s < 100; ++s) sc.Add(s, TimeOf(s), run.At(s));
+  Feed(sc, run, Every(1, 99));
   for (int64_t s = 1000; s <= 9000; s += 1000) {
     double val = s == 6000 ? 27.0 : (s > 6000 ? 30.0 : 5.9 - static_cast<double>(s) / 5000.0);
     sc.Add(s, TimeOf(s), {{"val_loss", val}});
@@ -153,12 +160,10 @@ TEST(CadenceScenarioTest, EvalOnlyRecordsBetweenTrainingRecordsAreNormalInput) {
 TEST(CadenceScenarioTest, GradNormsAtTheScaleOf1e9AreNormalAndSpikesAreRatios) {
   Scenario quiet, spiked;
   SmoothRun a(1e9), b(1e9);
-  for (int64_t s : Every(100, 40000)) {
-    quiet.Add(s, TimeOf(s), a.At(s));
-    Metrics m = b.At(s);
-    if (s == 30000) m[1].second = 1e11;  // 100x
-    spiked.Add(s, TimeOf(s), m);
-  }
+  Feed(quiet, a, Every(100, 40000));
+  Feed(spiked, b, Every(100, 40000), [](int64_t s, Metrics* m) {
+    if (s == 30000) (*m)[1].second = 1e11;  // 100x
+  });
   EXPECT_THAT(quiet.Summary(), IsEmpty());
   EXPECT_THAT(spiked.Summary(), ElementsAre("grad_explosion@30000"));
 }
@@ -180,7 +185,7 @@ TEST(CadenceScenarioTest, AResumedRunIsNotAnAlert) {
   // Logged every 100 steps to 20000, killed, resumed from the checkpoint at 15000 with a bump.
   Scenario sc;
   SmoothRun run;
-  for (int64_t s = 0; s <= 20000; s += 100) sc.Add(s, TimeOf(s), run.At(s));
+  Feed(sc, run, Every(100, 20000));
   for (int64_t s = 15000; s <= 40000; s += 100) {
     Metrics m = run.At(s);
     if (s == 15000) m[0].second *= 1.3;
@@ -192,11 +197,9 @@ TEST(CadenceScenarioTest, AResumedRunIsNotAnAlert) {
 TEST(CadenceScenarioTest, FiveHundredStepLoggingWithARealSpike) {
   Scenario sc;
   SmoothRun run;
-  for (int64_t s : Every(500, 200000)) {
-    Metrics m = run.At(s);
-    if (s == 120000) m[0].second *= 3;  // one record: the whole episode at this cadence
-    sc.Add(s, TimeOf(s), m);
-  }
+  Feed(sc, run, Every(500, 200000), [](int64_t s, Metrics* m) {
+    if (s == 120000) (*m)[0].second *= 3;  // one record: the whole episode at this cadence
+  });
   EXPECT_THAT(sc.Summary(), ElementsAre("loss_spike@120000"));
   const Alert& a = sc.alerts()[0];
   EXPECT_NEAR(a.evidence.ratio, 3, 0.3);
@@ -209,12 +212,10 @@ TEST(CadenceScenarioTest, ALossJumpThatHoldsWhileTheLrStillWarmsUpIsADivergence)
   auto run_with = [](bool lr_rising) {
     Scenario sc;
     SmoothRun run;
-    for (int64_t s = 0; s < 100; ++s) {
-      Metrics m = run.At(s);
-      if (s >= 70) m[0].second *= 3;
-      m.emplace_back("lr", lr_rising ? 1e-4 * static_cast<double>(s + 1) : 1e-3);
-      sc.Add(s, TimeOf(s), m);
-    }
+    Feed(sc, run, Every(1, 99), [&](int64_t s, Metrics* m) {
+      if (s >= 70) (*m)[0].second *= 3;
+      m->emplace_back("lr", lr_rising ? 1e-4 * static_cast<double>(s + 1) : 1e-3);
+    });
     return sc.Summary();
   };
   EXPECT_THAT(run_with(true), ElementsAre("divergence@72"));
@@ -227,7 +228,7 @@ TEST(CadenceScenarioTest, ALogEndingMidRunIsNotAStall) {
   // Offline, the records simply stop: nothing after the last one says the job hung.
   Scenario sc;
   SmoothRun run;
-  for (int64_t s = 0; s <= 3000; s += 10) sc.Add(s, TimeOf(s), run.At(s));
+  Feed(sc, run, Every(10, 3000));
   EXPECT_THAT(sc.Summary(), IsEmpty());
   // A gap inside the log that its steps do not explain is one.
   sc.Add(3010, TimeOf(3010) + 3600, run.At(3010));
@@ -238,8 +239,7 @@ TEST(CadenceScenarioTest, AGapCoveringManyStepsIsNotAStall) {
   // Per-step prefix at 0.5 s per step, then one record 2,000 steps (1,000 s) later.
   Scenario sc;
   SmoothRun run;
-  for (int64_t s = 0; s < 100; ++s) sc.Add(s, TimeOf(s), run.At(s));
-  for (int64_t s = 2000; s <= 20000; s += 2000) sc.Add(s, TimeOf(s), run.At(s));
+  Feed(sc, run, PrefixThenEvery(2000, 20000));
   EXPECT_THAT(sc.Summary(), IsEmpty());
 }
 
@@ -249,11 +249,9 @@ TEST(CadenceScenarioTest, HigherSensitivityAlertsOnSmallerExcursions) {
     options.sensitivity = sensitivity;
     Scenario sc(options);
     SmoothRun run;
-    for (int64_t s : Every(100, 30000)) {
-      Metrics m = run.At(s);
-      if (s == 20000) m[0].second *= 1.7;  // under the default 2x, over 2^0.7 = 1.62x
-      sc.Add(s, TimeOf(s), m);
-    }
+    Feed(sc, run, Every(100, 30000), [](int64_t s, Metrics* m) {
+      if (s == 20000) (*m)[0].second *= 1.7;  // under the default 2x, over 2^0.7 = 1.62x
+    });
     return sc.Summary();
   };
   EXPECT_THAT(run_with(1.0), IsEmpty());

@@ -12,7 +12,7 @@ void GradExplosionDetector::Observe(int64_t step, double g, int64_t steps, int64
   double lg = std::log(g);
   last_lg_ = lg;
   const double limit = options_.sensitivity * std::log(options_.expl_ratio);
-  if (window_.capacity() != static_cast<size_t>(options_.window)) window_.SetCapacity(options_.window);
+  window_.SetCapacity(options_.window);  // a rule reload may change it (no-op otherwise)
   const bool judged = window_.size() >= 2;
   const double med = judged ? window_.Median() : lg;
   if (judged && lg - med > options_.sensitivity * std::log(options_.expl_jump_ratio)) {

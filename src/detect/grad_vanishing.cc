@@ -6,9 +6,8 @@
 namespace trainwatch::detect {
 
 void GradVanishingDetector::Observe(int64_t step, MetricSpan metrics, const std::vector<int>& layers,
-                                    uint64_t layout_version, int64_t steps, const Cadence& cadence,
-                                    AlertSink& sink) {
-  const int64_t warm = cadence.RecordsFor(options_.warm, options_.warm_records);
+                                    uint64_t layout_version, int64_t steps, int64_t warm,
+                                    const Cadence& cadence, AlertSink& sink) {
   const int64_t persist = cadence.RecordsFor(options_.vanish_persist, kMinPersistRecords);
   if (layout_version != slots_version_) {
     slots_.clear();

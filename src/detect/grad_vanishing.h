@@ -22,9 +22,10 @@ class GradVanishingDetector {
   explicit GradVanishingDetector(const DetectorOptions& options) : options_(options) {}
 
   // One training record (all finite): `layers` are the indexes of its per-layer grad norms in
-  // `metrics`, resolved by a RecordLayout whose version is `layout_version`.
+  // `metrics`, resolved by a RecordLayout whose version is `layout_version`. `warm`: the values a
+  // layer's baseline needs at the run's cadence; the persistence is converted through `cadence`.
   void Observe(int64_t step, MetricSpan metrics, const std::vector<int>& layers, uint64_t layout_version,
-               int64_t steps, const Cadence& cadence, AlertSink& sink);
+               int64_t steps, int64_t warm, const Cadence& cadence, AlertSink& sink);
   // Whether the last median layer deviation was still below half the threshold (log scale).
   bool Holding() const { return last_median_ < -std::log(options_.vanish_ratio) / 2; }
 

@@ -23,7 +23,7 @@ double LossSpikeDetector::Noise(bool dense) const {
 
 void LossSpikeDetector::Observe(int64_t step, double ll, bool armed, bool dense, std::string_view metric,
                                 AlertSink& sink) {
-  if (window_.capacity() != static_cast<size_t>(options_.window)) window_.SetCapacity(options_.window);
+  window_.SetCapacity(options_.window);  // a rule reload may change it (no-op otherwise)
   if (!ready()) {
     window_.Push(ll);
     return;

@@ -8,8 +8,7 @@ namespace trainwatch::detect {
 void LossTrendDetector::Observe(int64_t step, double ll, int64_t steps, bool ready, bool armed, int64_t persist,
                                 bool sparse, std::optional<Shock>& shock, std::string_view metric,
                                 AlertSink& sink) {
-  recent_[static_cast<size_t>(recent_count_ % 3)] = ll;
-  ++recent_count_;
+  recent_.Push(ll);
   slow_.Update(ll, steps);
   if (last_ll_) {
     double d = std::abs(ll - *last_ll_);
@@ -27,10 +26,7 @@ void LossTrendDetector::Observe(int64_t step, double ll, int64_t steps, bool rea
 }
 
 double LossTrendDetector::RecentLevel() const {
-  if (recent_count_ < 3) return slow_.mean();
-  std::array<double, 3> v = recent_;
-  std::sort(v.begin(), v.end());
-  return v[1];
+  return recent_.size() < recent_.capacity() ? slow_.mean() : recent_.Median();
 }
 
 void LossTrendDetector::ClassifyShock(int64_t step, const Shock& shock, bool sparse, std::string_view metric,

@@ -1,9 +1,8 @@
 // LossTrendDetector: the slow loss level and its step-to-step variability; classifies an open LR
 // shock as loss_oscillation or divergence, and detects generic divergence without a shock (design
-// section 2). State: three Ewmas and five scalars.
+// section 2). State: three Ewmas, a window of the last 3 log losses and a few scalars.
 #pragma once
 
-#include <array>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -13,6 +12,7 @@
 #include "detect/inhibitor.h"
 #include "detect/lr_context.h"
 #include "detect/options.h"
+#include "detect/robust_window.h"
 
 namespace trainwatch::detect {
 
@@ -25,10 +25,10 @@ class LossTrendDetector {
         dif_fast_(options.a_dif_fast, options.a_record_max) {}
 
   // One finite log loss. `ready`: the loss baseline was warm before this record; `armed`: outside
-  // a restart window; `persist`: the records that cover div_persist steps at the run's cadence.
-  // May close `shock` (after shock_window steps).
-  // `sparse`: the run logs every >= 10 steps, so the shock is judged on the median of the last 3
-  // logged losses (the slow EWMA would still be catching up when the classification window ends).
+  // a restart window; `persist`: the records that cover div_persist steps at the run's cadence;
+  // `sparse`: the cadence is sparse, so a shock is judged on the median of the last 3 logged
+  // losses (the slow EWMA would still be catching up when the classification window ends). May
+  // close `shock` (after shock_window steps).
   void Observe(int64_t step, double ll, int64_t steps, bool ready, bool armed, int64_t persist, bool sparse,
                std::optional<Shock>& shock, std::string_view metric, AlertSink& sink);
   // A warm restart: the loss is expected to rise, forget the running minimum.
@@ -57,8 +57,7 @@ class LossTrendDetector {
   Ewma dif_base_;
   Ewma dif_fast_;
   std::optional<double> last_ll_;
-  std::array<double, 3> recent_{};  // the last 3 log losses (ring)
-  int recent_count_ = 0;
+  RobustWindow recent_{3};  // the last 3 log losses
   std::optional<double> lo_min_;
   std::optional<int64_t> div_since_;
   int64_t div_records_ = 0;  // records since div_since_

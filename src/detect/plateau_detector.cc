@@ -6,7 +6,8 @@
 namespace trainwatch::detect {
 
 void PlateauDetector::Observe(int64_t step, std::optional<double> ur, std::optional<double> lr,
-                              const LrContext& lrc, int64_t steps, const Cadence& cadence, AlertSink& sink) {
+                              const LrContext& lrc, int64_t steps, int64_t warm, const Cadence& cadence,
+                              AlertSink& sink) {
   // Persistence in steps at the run's cadence: 10 records of per-step logging, 2 at 100-step.
   const int64_t persist = cadence.RecordsFor(options_.plateau_persist, kMinPersistRecords);
   const double lr_floor = lrc.lr_max() / options_.lr_drop_ratio;
@@ -29,7 +30,7 @@ void PlateauDetector::Observe(int64_t step, std::optional<double> ur, std::optio
   }
   if (!std::isfinite(*ur)) return;
   double lu = std::log(std::max(*ur, 1e-30));
-  if (ur_.count() >= cadence.RecordsFor(options_.warm, options_.warm_records)) {
+  if (ur_.count() >= warm) {
     bool collapsed = lu - ur_.mean() < -std::log(options_.plateau_ratio);
     holding_ = lu - ur_.mean() < -std::log(options_.plateau_ratio) / 2;
     // A collapse is a fault when the lr did not decay into it: lr unchanged (stale optimizer) or

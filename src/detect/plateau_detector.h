@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <optional>
 
+#include "detect/cadence.h"
 #include "detect/ewma.h"
 #include "detect/inhibitor.h"
-#include "detect/cadence.h"
 #include "detect/lr_context.h"
 #include "detect/options.h"
 
@@ -19,9 +19,10 @@ class PlateauDetector {
       : options_(options), ur_(options.a_slow, options.a_record_max) {}
 
   // One training record: its update ratio and lr when bound (finite), and the LR context after
-  // this record's lr.
+  // this record's lr. `warm`: the values the baseline needs at the run's cadence; the persistence
+  // is converted through `cadence`.
   void Observe(int64_t step, std::optional<double> update_ratio, std::optional<double> lr, const LrContext& lr_context,
-               int64_t steps, const Cadence& cadence, AlertSink& sink);
+               int64_t steps, int64_t warm, const Cadence& cadence, AlertSink& sink);
   // Whether the last record still showed the collapse: an update ratio below half the threshold
   // (log scale) of its baseline, or the lr still at the dropped level.
   bool Holding() const { return holding_; }

@@ -6,13 +6,6 @@
 #include "detect/metric_bindings.h"
 
 namespace trainwatch::detect {
-namespace {
-
-// A run logging training records at least this many steps apart is sparse: one record may be a
-// whole episode.
-constexpr int64_t kSparseInterval = 10;
-
-}  // namespace
 
 RunDetector::RunDetector(std::string run, DetectorOptions options)
     : run_(std::move(run)),
@@ -229,12 +222,13 @@ void RunDetector::TrainingDetectors(int64_t step, MetricSpan metrics, AlertSink&
   auto gn = pick(layout_.grad_norm);
   auto ur = pick(layout_.update_ratio);
 
+  // The values an EWMA baseline needs at this cadence.
+  const int64_t warm = cadence_.RecordsFor(options_.warm, options_.warm_records);
   if (lr && std::isfinite(lr->value)) {
     // At sparse cadences the level before the shock is the recent one: an EWMA of the first few
     // records still holds the early fall of the loss.
-    const double level = cadence_.interval() >= kSparseInterval ? trend_.RecentLevel() : trend_.level();
-    ShockBaselines baselines{explosion_.baseline(), level, trend_.variability(),
-                             trend_.count() >= cadence_.RecordsFor(options_.warm, options_.warm_records)};
+    const double level = cadence_.sparse() ? trend_.RecentLevel() : trend_.level();
+    ShockBaselines baselines{explosion_.baseline(), level, trend_.variability(), trend_.count() >= warm};
     switch (lr_.Observe(step, lr->value, records_, baselines)) {
       case LrContext::Event::kShockOpened:
         inhibitor_.SuppressUntil(AlertKind::kLossSpike, step + options_.shock_window);
@@ -247,23 +241,22 @@ void RunDetector::TrainingDetectors(int64_t step, MetricSpan metrics, AlertSink&
         break;
     }
   }
-  const int64_t warm = cadence_.RecordsFor(options_.warm, options_.warm_records);
   if (gn) explosion_.Observe(step, gn->value, steps_, warm, lr_.shock(), sink);
-  vanishing_.Observe(step, metrics, layout_.layers(), layout_.version(), steps_, cadence_, sink);
+  vanishing_.Observe(step, metrics, layout_.layers(), layout_.version(), steps_, warm, cadence_, sink);
   if (loss && has_loss_ && std::isfinite(loss->value)) {
     double ll = std::log(std::max(loss->value, 1e-12));
     bool ready = trend_.count() >= warm;
     bool armed = step > restart_until_;
-    spike_.Observe(step, ll, armed && !lr_.shock(), cadence_.interval() < kSparseInterval, loss->name, sink);
+    spike_.Observe(step, ll, armed && !lr_.shock(), !cadence_.sparse(), loss->name, sink);
     if (spike_.TakeNewLevel()) trend_.ResetMinimum();  // a jump that stayed is a level, not a rise
     WarmupDivergence(step, *loss, lr, armed, sink);
     trend_.Observe(step, ll, steps_, ready, armed && !spike_.InExcursion(),
                    cadence_.RecordsFor(options_.div_persist, options_.warm_records),
-                   cadence_.interval() >= kSparseInterval, lr_.shock(), loss->name, sink);
+                   cadence_.sparse(), lr_.shock(), loss->name, sink);
   }
   std::optional<double> lr_value = lr ? std::optional<double>(lr->value) : std::nullopt;
   std::optional<double> ur_value = ur ? std::optional<double>(ur->value) : std::nullopt;
-  plateau_.Observe(step, ur_value, lr_value, lr_, steps_, cadence_, sink);
+  plateau_.Observe(step, ur_value, lr_value, lr_, steps_, warm, cadence_, sink);
 }
 
 }  // namespace trainwatch::detect

@@ -5,11 +5,11 @@ same lines; and the offline command refuses what /write refuses, naming the line
 import json
 import os
 import subprocess
-import time
 
 import pytest
+import websocket
 
-from conftest import BIN, REPO
+from conftest import BIN, REPO, loads
 
 WAIT = 120.0
 
@@ -64,13 +64,17 @@ def test_real_logs_raise_the_same_incidents_online_and_offline(server_factory):
         ack = server.write_ok(body)
         assert not ack.get("errors"), (path, ack)
 
-    # A barrier: detection and the alert store take writes in order, so once the nan of a run written
-    # last is listed, every alert of the kit's runs is too.
+    # A barrier: detection and the alert store take writes in order, so once the live channel
+    # pushes the nan of a run written last, every alert of the kit's runs is stored too.
+    ws = websocket.create_connection(server.ws_url + "/api/v1/live", timeout=WAIT)
+    ws.send(json.dumps({"subscribe": {"project": "default", "runs": ["zz-barrier"]}}))
+    assert loads(ws.recv()) == {"type": "subscribed"}
     server.write_ok([{"run": "zz-barrier", "step": 0, "time": 1767225600, "metrics": {"loss": float("nan")}}])
-    deadline = time.monotonic() + WAIT
-    while not any(a["run"] == "zz-barrier" for a in listed_alerts(server)):
-        assert time.monotonic() < deadline, "the barrier's nan alert never appeared"
-        time.sleep(0.1)
+    while True:
+        message = loads(ws.recv())  # times out (and fails) after WAIT without one
+        if message["type"] == "alert" and message["alert"]["kind"] == "nan":
+            break
+    ws.close()
     assert server.metric_value("trainwatch_detector_records_total") == records + 1
     got = {a for a in online_alerts(server) if a[0] != "zz-barrier"}
     assert got == expected, ("only online: %s\nonly offline: %s" % (sorted(got - expected), sorted(expected - got)))
@@ -101,9 +105,9 @@ def test_offline_refuses_what_write_refuses_and_keeps_the_rest(server, tmp_path)
     kinds = [json.loads(l)["kind"] for l in offline.stdout.splitlines()]
     assert kinds == ["nan"], offline.stdout
 
-    online = server.write("\n".join(lines) + "\n")
-    errors = online.json().get("errors") or []
-    assert any("line 2" in e or "2:" in e or "step" in e for e in map(str, errors)), online
+    online = server.write("\n".join(lines) + "\n").json()
+    assert [e["line"] for e in online["errors"]] == [2], online
+    assert "step" in online["errors"][0]["error"] and "step" in offline.stderr, (online, offline.stderr)
 
 
 def test_offline_never_reports_stalled_at_the_end_of_a_finished_file(tmp_path):
