@@ -1,0 +1,52 @@
+#include "api/http_target.h"
+
+namespace trainwatch::api {
+namespace {
+
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+}  // namespace
+
+std::string PercentDecode(std::string_view s, bool plus_is_space) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size()) {
+      int hi = HexDigit(s[i + 1]);
+      int lo = HexDigit(s[i + 2]);
+      if (hi >= 0 && lo >= 0) {
+        out.push_back(static_cast<char>(hi * 16 + lo));
+        i += 2;
+        continue;
+      }
+    }
+    out.push_back(plus_is_space && s[i] == '+' ? ' ' : s[i]);
+  }
+  return out;
+}
+
+RequestTarget ParseTarget(std::string_view target) {
+  RequestTarget out;
+  size_t q = target.find('?');
+  out.path = PercentDecode(target.substr(0, q), false);
+  if (q == std::string_view::npos) return out;
+  std::string_view query = target.substr(q + 1);
+  while (!query.empty()) {
+    size_t amp = query.find('&');
+    std::string_view pair = query.substr(0, amp);
+    query.remove_prefix(amp == std::string_view::npos ? query.size() : amp + 1);
+    if (pair.empty()) continue;
+    size_t eq = pair.find('=');
+    std::string key = PercentDecode(pair.substr(0, eq), true);
+    std::string value = eq == std::string_view::npos ? "" : PercentDecode(pair.substr(eq + 1), true);
+    out.query.emplace(std::move(key), std::move(value));
+  }
+  return out;
+}
+
+}  // namespace trainwatch::api
