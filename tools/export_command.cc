@@ -16,6 +16,7 @@
 #include "tfevents/event_encoder.h"
 #include "tfevents/event_file_writer.h"
 #include "tfevents/graph.h"
+#include "common/json.h"
 
 namespace trainwatch::tools {
 namespace {
@@ -142,9 +143,8 @@ class Exporter {
     if (reply.status != 200)
       return Status::InvalidArgument("GET " + path + ": HTTP " + std::to_string(reply.status) +
                                      ": " + reply.body);
-    json doc = json::parse(KeepNegativeZero(reply.body), nullptr, /*allow_exceptions=*/false);
-    if (doc.is_discarded())
-      return Status::InvalidArgument("GET " + path + ": the answer is not JSON");
+    Result<json> doc = ParseJson(KeepNegativeZero(reply.body), kMaxAnswerJsonDepth);
+    if (!doc.ok()) return doc.status().WithContext("GET " + path + ": the answer");
     return doc;
   }
 
@@ -211,7 +211,7 @@ class Exporter {
     if (reply.status != 200)
       return Status::InvalidArgument("GET /api/v1/images: HTTP " + std::to_string(reply.status) +
                                      ": " + reply.body);
-    json list = json::parse(reply.body, nullptr, false);
+    json list = ParseJsonOrDiscarded(reply.body, kMaxAnswerJsonDepth);
     if (!list.is_array()) return Status::InvalidArgument("GET /api/v1/images: not a JSON array");
     WarnIfTruncated(list, "images");
     for (const json& im : list) {
@@ -237,7 +237,7 @@ class Exporter {
     if (reply.status != 200)
       return Status::InvalidArgument("GET /api/v1/texts: HTTP " + std::to_string(reply.status) +
                                      ": " + reply.body);
-    json list = json::parse(reply.body, nullptr, false);
+    json list = ParseJsonOrDiscarded(reply.body, kMaxAnswerJsonDepth);
     if (!list.is_array()) return Status::InvalidArgument("GET /api/v1/texts: not a JSON array");
     WarnIfTruncated(list, "texts");
     for (const json& t : list) {

@@ -7,6 +7,7 @@
 
 #include "common/crc32c.h"
 #include "common/file_system.h"
+#include "common/json.h"
 
 namespace trainwatch::tools {
 namespace {
@@ -20,7 +21,7 @@ Result<WatchState> LoadWatchState(const std::string& path) {
   FileSystem& fs = PosixFileSystem();
   if (!fs.Exists(path)) return Status::NotFound(path);
   TW_ASSIGN_OR_RETURN(std::string text, fs.ReadFile(path));
-  json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  json doc = ParseJsonOrDiscarded(text);  // anything but an object is refused below
   auto bad = [&](const std::string& why) {
     return Status::InvalidArgument("watch state " + path + ": " + why +
                                    " (remove it to start over)");

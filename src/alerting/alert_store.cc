@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "common/crc32c.h"
+#include "common/json.h"
 
 namespace trainwatch::alerting {
 namespace {
@@ -69,9 +70,9 @@ Status AlertStore::Load() {
       if (length > kMaxRecord || data.size() - pos - kHeader < length) break;
       std::string_view payload(data.data() + pos + kHeader, length);
       if (crc32c::Value(payload) != crc) break;
-      nlohmann::json entry = nlohmann::json::parse(payload, nullptr, false);
-      if (entry.is_discarded()) break;
-      Apply(entry);
+      Result<nlohmann::json> entry = ParseJson(payload);
+      if (!entry.ok()) break;
+      Apply(*entry);
       pos += kHeader + length;
     }
     valid = pos;

@@ -4,6 +4,7 @@
 
 #include "api/query_params.h"
 #include "api/routes.h"
+#include "common/json.h"
 
 namespace trainwatch::api {
 namespace {
@@ -14,11 +15,16 @@ HttpResponse JsonOf(const nlohmann::json& j) { return HttpResponse::Json(200, j.
 
 // The request body as a JSON object, or an error response.
 bool ParseBody(const HttpRequest& req, nlohmann::json* out, Responder& respond) {
-  *out = nlohmann::json::parse(req.body, nullptr, false);
-  if (out->is_discarded() || !out->is_object()) {
+  Result<nlohmann::json> parsed = ParseJson(req.body);
+  if (!parsed.ok()) {
+    respond(HttpResponse::Error(400, parsed.status().message()));
+    return false;
+  }
+  if (!parsed->is_object()) {
     respond(HttpResponse::Error(400, "the body must be a JSON object"));
     return false;
   }
+  *out = std::move(*parsed);
   return true;
 }
 

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/json_writer.h"
+#include "common/json.h"
 
 namespace trainwatch::api {
 
@@ -35,11 +36,16 @@ WebSocketHandler LiveHub::Handler() {
 }
 
 void LiveHub::OnMessage(const std::shared_ptr<WebSocketPeer>& peer, std::string_view text) {
-  nlohmann::json msg = nlohmann::json::parse(text, nullptr, false);
+  Result<nlohmann::json> parsed = ParseJson(text);
   auto reply_error = [&](const std::string& why) {
     peer->Send(nlohmann::json{{"type", "error"}, {"error", why}}.dump());
   };
-  if (msg.is_discarded() || !msg.is_object() || !msg.contains("subscribe") ||
+  if (!parsed.ok()) {
+    reply_error(parsed.status().message());
+    return;
+  }
+  nlohmann::json msg = std::move(*parsed);
+  if (!msg.is_object() || !msg.contains("subscribe") ||
       !msg["subscribe"].is_object()) {
     reply_error("expected {\"subscribe\": {\"project\": ..., \"runs\": [...], \"metrics\": [...]}}");
     return;

@@ -4,6 +4,7 @@
 
 #include "api/json_writer.h"
 #include "api/routes.h"
+#include "common/json.h"
 
 namespace trainwatch::api {
 namespace {
@@ -49,8 +50,8 @@ void HandleWrite(ApiContext& ctx, HttpRequest&& req, Responder respond) {
 
 // Builds a metadata-only write from the JSON body of /api/v1/runs/update.
 Status MetadataFromJson(const std::string& body, v1::RunMetadata* meta) {
-  nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return Status::InvalidArgument("body must be a JSON object");
+  TW_ASSIGN_OR_RETURN(nlohmann::json j, ParseJson(body));
+  if (!j.is_object()) return Status::InvalidArgument("body must be a JSON object");
   try {
     for (auto it = j.begin(); it != j.end(); ++it) {
       const std::string& key = it.key();
@@ -98,8 +99,8 @@ void HandleRunUpdate(ApiContext& ctx, HttpRequest&& req, Responder respond) {
 
 // The step of a /api/v1/runs/rewind body: {"step": S}, S an integer >= 0.
 Result<int64_t> RewindStepFromJson(const std::string& body) {
-  nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return Status::InvalidArgument("body must be a JSON object");
+  TW_ASSIGN_OR_RETURN(nlohmann::json j, ParseJson(body));
+  if (!j.is_object()) return Status::InvalidArgument("body must be a JSON object");
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (it.key() != "step") return Status::InvalidArgument("unknown field '" + it.key() + "'");
   }

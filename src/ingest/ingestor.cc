@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ingest/media_check.h"
+#include "common/json.h"
 
 namespace trainwatch::ingest {
 namespace {
@@ -114,20 +115,18 @@ Status ValidateBatch(const v1::RunBatch& batch, const IngestLimits& limits) {
       if (meta.config_json().size() > limits.max_metadata_bytes) {
         return Status::InvalidArgument("metadata.config_json is too large");
       }
-      auto j = nlohmann::json::parse(meta.config_json(), nullptr, false);
-      if (j.is_discarded() || !j.is_object()) {
-        return Status::InvalidArgument("metadata.config_json is not a JSON object");
-      }
+      Result<nlohmann::json> j = ParseJson(meta.config_json());
+      if (!j.ok()) return j.status().WithContext("metadata.config_json");
+      if (!j->is_object()) return Status::InvalidArgument("metadata.config_json is not a JSON object");
     }
     if (meta.has_graph_json()) {
       if (meta.graph_json().size() > limits.max_graph_bytes) {
         return Status::InvalidArgument("metadata.graph_json is " + std::to_string(meta.graph_json().size()) +
                                        " bytes; the limit is " + std::to_string(limits.max_graph_bytes));
       }
-      auto j = nlohmann::json::parse(meta.graph_json(), nullptr, false);
-      if (j.is_discarded() || !j.is_object()) {
-        return Status::InvalidArgument("metadata.graph_json is not a JSON object");
-      }
+      Result<nlohmann::json> j = ParseJson(meta.graph_json(), kMaxGraphJsonDepth);
+      if (!j.ok()) return j.status().WithContext("metadata.graph_json");
+      if (!j->is_object()) return Status::InvalidArgument("metadata.graph_json is not a JSON object");
     }
     if (meta.has_rewind_step() && meta.rewind_step() < 0) {
       return Status::InvalidArgument("metadata.rewind_step is negative (" +

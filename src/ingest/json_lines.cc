@@ -9,6 +9,7 @@
 
 #include "ingest/json_scanner.h"
 #include "storage/run_info.h"
+#include "common/json.h"
 
 namespace trainwatch::ingest {
 namespace {
@@ -203,11 +204,12 @@ class LineParser {
     std::string_view raw;
     if (!scanner_.SkipValue(&raw)) return false;
     if (raw.size() > limits_.max_metadata_bytes) return Fail("field 'config' is too large");
-    nlohmann::json parsed = nlohmann::json::parse(raw, nullptr, /*allow_exceptions=*/false);
-    if (parsed.is_discarded()) {
-      return Fail("field 'config': not plain JSON (NaN and Infinity are not allowed in config)");
+    Result<nlohmann::json> parsed = ParseJson(raw);
+    if (!parsed.ok()) {
+      return Fail("field 'config': not plain JSON (NaN and Infinity are not allowed in config): " +
+                  parsed.status().message());
     }
-    line->metadata.set_config_json(parsed.dump());
+    line->metadata.set_config_json(parsed->dump());
     line->has_metadata = true;
     return true;
   }

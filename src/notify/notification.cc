@@ -1,4 +1,5 @@
 #include "notify/notification.h"
+#include "common/json.h"
 
 #include <array>
 #include <cmath>
@@ -100,8 +101,9 @@ std::string NotificationToJson(const Notification& n) {
 }
 
 Result<Notification> NotificationFromJson(std::string_view text) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Status::InvalidArgument("notification: malformed JSON");
+  Result<json> parsed = ParseJson(text);
+  if (!parsed.ok()) return parsed.status().WithContext("notification");
+  json j = std::move(*parsed);
   if (!j.is_object()) return Status::InvalidArgument("notification: not a JSON object");
   Notification n;
   const std::array<std::pair<const char*, std::string*>, 10> strings = {{

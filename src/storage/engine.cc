@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "storage/encoding/chunk_codec.h"
+#include "common/json.h"
 
 namespace trainwatch::storage {
 
@@ -58,9 +59,9 @@ Engine::~Engine() {
 
 Status Engine::LoadStore() {
   TW_RETURN_IF_ERROR(store_->ForEachRun([&](std::string project, std::string id, std::string json) {
-    nlohmann::json j = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) return Status::Corruption("run record of " + project + "/" + id);
-    TW_ASSIGN_OR_RETURN(RunInfo info, RunInfo::FromJson(j));
+    Result<nlohmann::json> j = ParseJson(json);
+    if (!j.ok()) return Status::Corruption("run record of " + project + "/" + id + ": " + j.status().message());
+    TW_ASSIGN_OR_RETURN(RunInfo info, RunInfo::FromJson(*j));
     auto run = std::make_unique<Run>();
     run->info = std::move(info);
     runs_[RunKey{project, id}] = std::move(run);

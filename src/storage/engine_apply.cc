@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "storage/engine.h"
+#include "common/json.h"
 
 namespace trainwatch::storage {
 namespace {
@@ -215,8 +216,8 @@ void Engine::ApplyMetadata(Run& run, const v1::RunMetadata& meta) {
   if (meta.replace_tags()) info.tags.clear();
   for (const std::string& tag : meta.tags()) info.tags.insert(tag);
   if (meta.has_config_json()) {
-    nlohmann::json patch = nlohmann::json::parse(meta.config_json(), nullptr, false);
-    if (!patch.is_discarded()) MergeConfig(&info.config, patch);  // validated before logging
+    Result<nlohmann::json> patch = ParseJson(meta.config_json());
+    if (patch.ok()) MergeConfig(&info.config, *patch);  // validated before logging
   }
   if (meta.has_status()) {
     RunStatus status;

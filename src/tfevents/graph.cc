@@ -6,6 +6,7 @@
 
 #include "tfevents/wire_reader.h"
 #include "tfevents/wire_writer.h"
+#include "common/json.h"
 
 namespace trainwatch::tfevents {
 namespace {
@@ -169,7 +170,7 @@ std::string GraphToJson(const std::vector<GraphNode>& nodes) {
 }
 
 Result<std::vector<GraphNode>> GraphFromJson(std::string_view text) {
-  json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  TW_ASSIGN_OR_RETURN(json doc, ParseJson(text, kMaxGraphJsonDepth));
   if (!doc.is_object()) return Status::InvalidArgument("graph JSON is not an object");
   const bool tf_graph = StringField(doc, "type") == "GraphDef" && HasOps(doc);
   std::vector<GraphNode> nodes;

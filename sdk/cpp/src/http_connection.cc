@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "connection.h"
+#include "common/json.h"
 
 namespace trainwatch::sdk {
 namespace {
@@ -80,7 +81,7 @@ Result<Reply> Perform(CURL* curl, const std::string& url, const std::string* pos
 v1::WriteAck AckFromReply(const Reply& reply, uint64_t sequence) {
   v1::WriteAck ack;
   ack.set_sequence(sequence);
-  nlohmann::json j = nlohmann::json::parse(reply.body, nullptr, false);
+  nlohmann::json j = ParseJsonOrDiscarded(reply.body);
   bool final_reply = (reply.code >= 200 && reply.code < 300) ||
                      (reply.code == 400 && j.is_object() && j.contains("points_accepted"));
   if (!final_reply) {
@@ -199,7 +200,7 @@ Result<std::string> DiscoverGrpcTarget(const ConnectOptions& options) {
                                std::to_string(reply->code) + ")");
   }
   if (reply->code != 200) return std::string();  // an older server: HTTP only
-  nlohmann::json j = nlohmann::json::parse(reply->body, nullptr, false);
+  nlohmann::json j = ParseJsonOrDiscarded(reply->body);
   if (!j.is_object() || !j.contains("grpc") || !j["grpc"].is_string()) return std::string();
   std::string target = j["grpc"].get<std::string>();
   size_t colon = target.rfind(':');
