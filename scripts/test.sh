@@ -7,27 +7,46 @@ BUILD_DIR=${1:-build}
 PYTHON=${PYTHON:-/usr/bin/python3}
 
 status=0
+failed=()
+# Records a failed suite; the summary at the end names them all (CI shows only the log's tail).
+fail() { status=1; failed+=("$1"); }
+# The tests a pytest run failed, from its cache (pytest_failed CACHE_DIR).
+pytest_failed() {
+  "$PYTHON" -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))))' \
+    "$1/v/cache/lastfailed" 2>/dev/null
+}
+
 echo "== C++ unit tests"
-(cd "$BUILD_DIR" && ctest --output-on-failure -j "$(nproc)" -LE '^detect_score$') || status=1
+(cd "$BUILD_DIR" && ctest --output-on-failure -j "$(nproc)" -LE '^detect_score$') ||
+  fail "C++ unit tests: $(tr '\n' ' ' < "$BUILD_DIR/Testing/Temporary/LastTestsFailed.log" 2>/dev/null)"
 
 echo "== anomaly detection on the labelled sets: dense dev set, real logs, cadence sweep (tables and score lines)"
 for t in detect_devset detect_realkit detect_cadence_sweep; do
   if (cd "$BUILD_DIR" && ctest -N -R "^$t\$" | grep -q "$t"); then
     echo "-- $t"
-    (cd "$BUILD_DIR" && ctest -V -R "^$t\$" | sed -n 's/^[0-9]*: //p'; exit "${PIPESTATUS[0]}") || status=1
+    (cd "$BUILD_DIR" && ctest -V -R "^$t\$" | sed -n 's/^[0-9]*: //p'; exit "${PIPESTATUS[0]}") || fail "$t"
   else
-    echo "$t is not registered (its labelled set was not found at configure time)"; status=1
+    echo "$t is not registered (its labelled set was not found at configure time)"; fail "$t"
   fi
 done
 
 echo "== integration tests (real server processes)"
-TRAINWATCH_BIN="$(pwd)/$BUILD_DIR/bin/trainwatch" "$PYTHON" -m pytest -q tests/integration || status=1
+cache="$(pwd)/$BUILD_DIR/pytest-cache/integration"
+TRAINWATCH_BIN="$(pwd)/$BUILD_DIR/bin/trainwatch" "$PYTHON" -m pytest -q -rfEs --cache-clear \
+  -o cache_dir="$cache" tests/integration || fail "integration tests: $(pytest_failed "$cache")"
 
 echo "== browser tests (the dashboard in headless Chromium, real server)"
-scripts/test_browser.sh "$BUILD_DIR" || status=1
+scripts/test_browser.sh "$BUILD_DIR" || fail "browser tests"
 
 echo "== Python SDK tests (real server, real PyTorch training)"
+cache="$(pwd)/$BUILD_DIR/pytest-cache/sdk"
 PYTHONPATH="$(pwd)/$BUILD_DIR/python" TRAINWATCH_BIN="$(pwd)/$BUILD_DIR/bin/trainwatch" \
-  TRAINWATCH_BUILD_DIR="$(pwd)/$BUILD_DIR" "$PYTHON" -m pytest -q sdk/python/tests || status=1
+  TRAINWATCH_BUILD_DIR="$(pwd)/$BUILD_DIR" "$PYTHON" -m pytest -q -rfEs --cache-clear -o cache_dir="$cache" \
+  sdk/python/tests || fail "Python SDK tests: $(pytest_failed "$cache")"
 
+if [ "$status" -ne 0 ]; then
+  echo "== FAILED: ${failed[*]} (their output is above)"
+else
+  echo "== all suites passed"
+fi
 exit $status
