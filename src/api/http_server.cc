@@ -3,11 +3,17 @@
 
 #include "api/http_server.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <deque>
 #include <mutex>
+#include <list>
+#include <optional>
 #include <set>
+#include <unordered_map>
 #include <thread>
 
 #include <boost/asio.hpp>
@@ -16,6 +22,7 @@
 #include <boost/beast/websocket.hpp>
 
 #include "api/http_target.h"
+#include "common/strings.h"
 
 namespace trainwatch::api {
 
@@ -27,10 +34,38 @@ using tcp = net::ip::tcp;
 
 namespace {
 
-void ParseTarget(std::string_view target, HttpRequest* req) {
-  RequestTarget parsed = api::ParseTarget(target);
-  req->path = std::move(parsed.path);
-  req->query = std::move(parsed.query);
+// Sent with every answer; the dashboard's pages load nothing from elsewhere and are never framed.
+constexpr std::pair<const char*, const char*> kSecurityHeaders[] = {
+    {"X-Content-Type-Options", "nosniff"},
+    {"Referrer-Policy", "no-referrer"},
+    {"X-Frame-Options", "DENY"},
+    {"Content-Security-Policy",
+     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; "
+     "font-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
+     "frame-ancestors 'none'"},
+};
+
+bool ChangesState(std::string_view method) {
+  return method != "GET" && method != "HEAD" && method != "OPTIONS";
+}
+
+// The host of a Host header value ("Name:8080", "[::1]:8080", "name"), in lower case, without a
+// trailing dot.
+std::string HostOfHeader(std::string_view value) {
+  std::string_view host = value;
+  if (host.starts_with('[')) {
+    size_t close = host.find(']');
+    host = close == std::string_view::npos ? std::string_view() : host.substr(1, close - 1);
+  } else if (size_t colon = host.find(':'); colon != std::string_view::npos) {
+    host = host.substr(0, colon);
+  }
+  if (host.ends_with('.')) host.remove_suffix(1);
+  return ToLowerAscii(host);
+}
+
+// "application/json" of "Application/JSON; charset=utf-8".
+std::string MediaType(std::string_view content_type) {
+  return ToLowerAscii(TrimBlanks(content_type.substr(0, content_type.find(';'))));
 }
 
 }  // namespace
@@ -82,12 +117,21 @@ class HttpServer::Impl {
       : options_(std::move(options)),
         logger_(logger),
         acceptor_(ioc_),
+        accept_timer_(ioc_),
         requests_(metrics.AddCounter("trainwatch_http_requests_total", "HTTP requests served.")),
         errors_(metrics.AddCounter("trainwatch_http_errors_total", "HTTP responses with status >= 400.")),
+        evicted_(metrics.AddCounter("trainwatch_http_connections_evicted_total",
+                                    "Connections waiting for a request header closed to make room for new ones.")),
+        refused_(metrics.AddCounter("trainwatch_http_connections_refused_total",
+                                    "Connections answered 503 because every slot was busy with a request.")),
+        accept_backoffs_(metrics.AddCounter("trainwatch_http_accept_backoffs_total",
+                                            "Pauses of the accept loop for want of file descriptors.")),
         latency_(metrics.AddHistogram("trainwatch_http_request_duration_seconds",
                                       "Time from a request read to its response queued.")) {
-    metrics.AddGauge("trainwatch_http_connections", "Open HTTP and WebSocket connections.",
-                     [this] { return static_cast<double>(connections_.load()); });
+    metrics.AddGauge("trainwatch_http_connections", "Open HTTP and WebSocket connections.", [this] {
+      std::lock_guard lock(conn_mu_);
+      return static_cast<double>(open_connections_);
+    });
   }
 
   struct RouteKey {
@@ -95,42 +139,100 @@ class HttpServer::Impl {
     auto operator<=>(const RouteKey&) const = default;
   };
 
+  // What the admission checks read of a request, before any of its body.
+  struct Head {
+    std::string method;
+    RequestTarget target;
+    std::string host, origin, authorization, content_type;
+    bool has_body = false;
+    bool upgrade = false;
+  };
+
   class Session;
   class WsSession;
+  struct Slot;
 
   Status Start();
   void Stop();
   void Accept();
+  void OnAccepted(tcp::socket socket);
+  // The handler for method and path, or null; `path_known` tells a 405 from a 404.
+  const HttpHandler* FindHandler(const std::string& method, const std::string& path, bool* path_known) const;
+  // Requests the fallback serves without a key: GET/HEAD of a path outside /api with no route.
+  bool ForFallback(const std::string& method, const std::string& path) const;
+  // The answer that refuses this request before its body is read, if any: a foreign Host or
+  // Origin, a missing key, a body type the route does not take.
+  std::optional<HttpResponse> Refusal(const Head& head) const;
+  bool HostAllowed(std::string_view host_header) const;
+  bool OriginAllowed(const Head& head) const;
+  bool CorsOrigin(std::string_view origin) const;
   void Dispatch(HttpRequest&& req, Responder responder);
-  bool Authorized(const HttpRequest& req) const;
+
+  // The connection registry behind the caps (GUARDED_BY(conn_mu_) all through).
+  std::shared_ptr<Slot> Register(const std::string& address);
+  // Marks a slot as waiting for a request header (true) or reading one that came (false); false
+  // when the connection was closed to make room and must end.
+  bool SetWaiting(Slot& slot, bool waiting);
+  void Release(Slot* slot);
+  std::shared_ptr<Session> TakeOldestWaiting(std::list<Slot*>& slots);  // REQUIRES(conn_mu_)
+  std::shared_ptr<Session> TakeOldestWaitingAnywhere();                   // REQUIRES(conn_mu_)
 
   HttpServerOptions options_;
   Logger& logger_;
+  // The connection registry; before ioc_, whose destructor ends the connections it still holds.
+  std::mutex conn_mu_;
+  std::unordered_map<std::string, std::list<Slot*>> by_address_;
+  size_t open_connections_ = 0;
+  uint64_t waiting_clock_ = 0;  // orders the waits, oldest first
   net::io_context ioc_;
   tcp::acceptor acceptor_;
+  net::steady_timer accept_timer_;
   std::vector<std::thread> threads_;
   std::map<RouteKey, HttpHandler> routes_;
+  std::map<RouteKey, std::vector<std::string>> body_types_;
   std::map<RouteKey, HttpHandler> prefix_routes_;  // RouteKey::path is the prefix
   std::map<std::string, WebSocketHandler> websockets_;
   HttpHandler fallback_;  // may be empty
-  std::atomic<int> connections_{0};
+  // Host names accepted besides IP addresses and localhost; suffixes from "*.domain" entries.
+  std::set<std::string> host_names_;
+  std::vector<std::string> host_suffixes_;
+  bool any_host_ = false;
   std::atomic<uint64_t> next_peer_id_{1};
   std::atomic<bool> stopped_{false};
+
   Counter& requests_;
   Counter& errors_;
+  Counter& evicted_;
+  Counter& refused_;
+  Counter& accept_backoffs_;
   Histogram& latency_;
+};
+
+// One open connection as the caps see it: where it is from, and whether it is only waiting for a
+// request header. Owned by the connection (HTTP, then WebSocket after an upgrade); leaving the
+// registry when the connection ends.
+struct HttpServer::Impl::Slot {
+  Slot(Impl& server, std::string address) : server(server), address(std::move(address)) {}
+  ~Slot() { server.Release(this); }
+
+  Impl& server;
+  const std::string address;
+  // All GUARDED_BY(server.conn_mu_):
+  std::list<Slot*>::iterator position;  // in server.by_address_[address] while listed
+  bool listed = false;
+  bool evicted = false;
+  bool waiting = false;
+  uint64_t waiting_since = 0;
+  std::weak_ptr<Session> http;  // what to close when evicted
 };
 
 // One WebSocket connection.
 class HttpServer::Impl::WsSession : public WebSocketPeer,
                                     public std::enable_shared_from_this<WsSession> {
  public:
-  WsSession(Impl& server, tcp::socket&& socket, const WebSocketHandler& handler)
-      : server_(server), ws_(std::move(socket)), handler_(handler), id_(server.next_peer_id_++) {
-    ++server_.connections_;
-  }
-  ~WsSession() override { --server_.connections_; }
-
+  WsSession(Impl& server, tcp::socket&& socket, std::shared_ptr<Slot> slot, const WebSocketHandler& handler)
+      : server_(server), ws_(std::move(socket)), slot_(std::move(slot)), handler_(handler),
+        id_(server.next_peer_id_++) {}
   void Run(http::request<http::string_body> req) {
     ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
     ws_.read_message_max(1 << 20);
@@ -211,6 +313,7 @@ class HttpServer::Impl::WsSession : public WebSocketPeer,
 
   Impl& server_;
   websocket::stream<beast::tcp_stream> ws_;
+  std::shared_ptr<Slot> slot_;
   const WebSocketHandler& handler_;
   const uint64_t id_;
   beast::flat_buffer buffer_;
@@ -218,41 +321,73 @@ class HttpServer::Impl::WsSession : public WebSocketPeer,
   size_t queued_bytes_ = 0;
   bool closed_ = false;
 };
-
 // One HTTP connection: reads requests one after another (keep-alive), answers each in order.
 class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
  public:
   static constexpr size_t kReadBufferBytes = 64 << 10;
 
-  Session(Impl& server, tcp::socket&& socket) : server_(server), stream_(std::move(socket)) {
-    ++server_.connections_;
+  Session(Impl& server, tcp::socket&& socket, std::shared_ptr<Slot> slot)
+      : server_(server), stream_(std::move(socket)), slot_(std::move(slot)) {
     // Beast sizes each socket read by the buffer's spare room: without this, 512 bytes at a time.
     buffer_.reserve(kReadBufferBytes);
   }
-  ~Session() { --server_.connections_; }
 
   void Start() { net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->Read(); }); }
 
+  // Closes the connection (it was only waiting for a header): from any thread.
+  void Evict() {
+    net::post(stream_.get_executor(), [self = shared_from_this()] { self->stream_.close(); });
+  }
+
  private:
   void Read() {
+    if (!server_.SetWaiting(*slot_, true)) return;
     head_ = false;
+    cors_origin_.clear();
     parser_.emplace();
     parser_->body_limit(server_.options_.max_body_bytes);
     parser_->header_limit(64 * 1024);
-    stream_.expires_after(std::chrono::seconds(server_.options_.read_timeout_seconds));
+    stream_.expires_after(std::chrono::seconds(server_.options_.header_timeout_seconds));
     http::async_read_header(stream_, buffer_, *parser_,
                             beast::bind_front_handler(&Session::OnHeader, shared_from_this()));
   }
 
-  // Clients that sent `Expect: 100-continue` (curl, for bodies over 1 MiB) wait for a go-ahead
-  // before the body; answer at once instead of letting them time out.
+  // The request line and headers are in: the admission checks run before any body byte is read,
+  // and clients that sent `Expect: 100-continue` (curl, for bodies over 1 MiB) get their go-ahead
+  // only once admitted.
   void OnHeader(beast::error_code ec, size_t) {
-    if (ec || parser_->is_done()) {
+    if (!server_.SetWaiting(*slot_, false)) return;  // closed to make room
+    if (ec) {
       OnRead(ec, 0);
       return;
     }
-    auto expect = parser_->get().find(http::field::expect);
-    if (expect != parser_->get().end() && beast::iequals(expect->value(), "100-continue")) {
+    const auto& header = parser_->get();
+    request_head_ = Head{};
+    request_head_.method = std::string(header.method_string());
+    request_head_.target = ParseTarget(std::string_view(header.target().data(), header.target().size()));
+    auto field = [&](http::field f) {
+      auto it = header.find(f);
+      return it == header.end() ? std::string() : std::string(it->value());
+    };
+    request_head_.host = field(http::field::host);
+    request_head_.origin = field(http::field::origin);
+    request_head_.authorization = field(http::field::authorization);
+    request_head_.content_type = field(http::field::content_type);
+    request_head_.has_body = parser_->chunked() || parser_->content_length().value_or(0) > 0;
+    request_head_.upgrade = websocket::is_upgrade(header);
+    head_ = header.method() == http::verb::head;
+    version_ = header.version();
+    if (server_.CorsOrigin(request_head_.origin)) cors_origin_ = request_head_.origin;
+    if (auto refusal = server_.Refusal(request_head_)) {
+      RespondAndClose(std::move(*refusal));
+      return;
+    }
+    if (parser_->is_done()) {
+      OnRead(ec, 0);
+      return;
+    }
+    auto expect = header.find(http::field::expect);
+    if (expect != header.end() && beast::iequals(expect->value(), "100-continue")) {
       static const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
       net::async_write(stream_, net::buffer(kContinue),
                        [self = shared_from_this()](beast::error_code ec, size_t) {
@@ -265,13 +400,14 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
   }
 
   void ReadBody() {
+    stream_.expires_after(std::chrono::seconds(server_.options_.read_timeout_seconds));
     http::async_read(stream_, buffer_, *parser_,
                      beast::bind_front_handler(&Session::OnRead, shared_from_this()));
   }
 
   void OnRead(beast::error_code ec, size_t) {
-    if (ec == http::error::end_of_stream || ec == net::error::eof ||
-        ec == net::error::connection_reset || ec == beast::error::timeout) {
+    if (ec == http::error::end_of_stream || ec == net::error::eof || ec == net::error::connection_reset ||
+        ec == beast::error::timeout || ec == net::error::operation_aborted) {
       Shutdown();
       return;
     }
@@ -291,39 +427,24 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
     }
     http::request<http::string_body> req = parser_->release();
     keep_alive_ = req.keep_alive();
-    head_ = req.method() == http::verb::head;
-    version_ = req.version();
-    if (websocket::is_upgrade(req)) {
-      HttpRequest probe;
-      ParseTarget(std::string_view(req.target().data(), req.target().size()), &probe);
-      if (auto auth = req.find(http::field::authorization); auth != req.end()) {
-        probe.headers["authorization"] = std::string(auth->value());
-      }
-      if (!server_.Authorized(probe)) {
-        RespondAndClose(HttpResponse::Error(401, "missing or wrong API key"));
-        return;
-      }
-      auto it = server_.websockets_.find(probe.path);
+    if (request_head_.upgrade) {
+      auto it = server_.websockets_.find(request_head_.target.path);
       if (it == server_.websockets_.end()) {
-        RespondAndClose(HttpResponse::Error(404, "no WebSocket endpoint at " + probe.path));
+        RespondAndClose(HttpResponse::Error(404, "no WebSocket endpoint at " + request_head_.target.path));
         return;
       }
       stream_.expires_never();
-      std::make_shared<WsSession>(server_, stream_.release_socket(), it->second)->Run(std::move(req));
+      std::make_shared<WsSession>(server_, stream_.release_socket(), std::move(slot_), it->second)
+          ->Run(std::move(req));
       return;
     }
     HttpRequest request;
-    request.method = std::string(req.method_string());
-    ParseTarget(std::string_view(req.target().data(), req.target().size()), &request);
-    for (const auto& field : req) {
-      std::string name(field.name_string());
-      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      request.headers[name] = std::string(field.value());
-    }
+    request.method = std::move(request_head_.method);
+    request.path = std::move(request_head_.target.path);
+    request.query = std::move(request_head_.target.query);
+    for (const auto& field : req) request.headers[ToLowerAscii(std::string_view(field.name_string().data(), field.name_string().size()))] = std::string(field.value());
     request.body = std::move(req.body());
-    beast::error_code ignored;
-    auto endpoint = stream_.socket().remote_endpoint(ignored);
-    request.remote = endpoint.address().to_string();
+    request.remote = slot_->address;
     started_ = std::chrono::steady_clock::now();
     stream_.expires_never();  // the handler may take a while (durable ack); no read is pending
     server_.Dispatch(std::move(request), [self = shared_from_this()](HttpResponse response) {
@@ -340,6 +461,10 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
     server_.latency_.Observe(std::chrono::duration<double>(elapsed).count());
     server_.requests_.Add();
     if (response.status >= 400) server_.errors_.Add();
+    if (!cors_origin_.empty()) {
+      response.headers.emplace_back("Access-Control-Allow-Origin", cors_origin_);
+      response.headers.emplace_back("Vary", "Origin");
+    }
     // 1xx, 204 and 304 never carry a body (Beast throws if asked to); HEAD gets the headers alone.
     int status = response.status;
     if (head_ || status < 200 || status == 204 || status == 304) {
@@ -363,6 +488,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
   template <class Message>
   static void SetFields(Message& res, const HttpResponse& response) {
     res.set(http::field::server, "trainwatch");
+    for (const auto& [name, value] : kSecurityHeaders) res.set(name, value);
     if (!response.content_type.empty()) res.set(http::field::content_type, response.content_type);
     for (const auto& [name, value] : response.headers) res.set(name, value);
   }
@@ -386,8 +512,11 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
 
   Impl& server_;
   beast::tcp_stream stream_;
+  std::shared_ptr<Slot> slot_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
+  Head request_head_;
+  std::string cors_origin_;  // the request's Origin when it is one of cors_origins
   bool keep_alive_ = false;
   bool head_ = false;  // the request being answered is a HEAD
   unsigned version_ = 11;
@@ -395,6 +524,18 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
 };
 
 Status HttpServer::Impl::Start() {
+  for (const std::string& entry : options_.allowed_hosts) {
+    std::string name = ToLowerAscii(TrimBlanks(entry));
+    if (name == "*") any_host_ = true;
+    else if (name.starts_with("*.")) host_suffixes_.push_back(name.substr(1));
+    else if (!name.empty()) host_names_.insert(HostOfHeader(name));
+  }
+  char hostname[256] = {};
+  if (gethostname(hostname, sizeof hostname - 1) == 0 && hostname[0] != '\0') {
+    std::string name = ToLowerAscii(hostname);
+    host_names_.insert(name);
+    host_names_.insert(name.substr(0, name.find('.')));
+  }
   beast::error_code ec;
   auto address = net::ip::make_address(options_.host, ec);
   if (ec) return Status::InvalidArgument("listen address '" + options_.host + "': " + ec.message());
@@ -417,50 +558,232 @@ Status HttpServer::Impl::Start() {
 void HttpServer::Impl::Accept() {
   acceptor_.async_accept(net::make_strand(ioc_), [this](beast::error_code ec, tcp::socket socket) {
     if (stopped_) return;
-    if (!ec) {
-      if (connections_.load() >= options_.max_connections) {
-        // Refuse politely: a one-shot 503 and close, without reading the request.
-        auto session_socket = std::make_shared<tcp::socket>(std::move(socket));
-        static const std::string kBody = "{\"error\":\"too many connections; retry later\"}\n";
-        static const std::string kBusy =
-            "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: "
-            "close\r\nContent-Length: " + std::to_string(kBody.size()) + "\r\n\r\n" + kBody;
-        net::async_write(*session_socket, net::buffer(kBusy),
-                         [session_socket](beast::error_code, size_t) {});
-      } else {
-        std::make_shared<Session>(*this, std::move(socket))->Start();
+    if (ec == beast::errc::too_many_files_open || ec == beast::errc::too_many_files_open_in_system) {
+      // Out of file descriptors: close the oldest connection that only waits for a header, and
+      // pause instead of spinning on accept (the newcomer stays in the listen queue meanwhile).
+      accept_backoffs_.Add();
+      std::shared_ptr<Session> victim;
+      {
+        std::lock_guard lock(conn_mu_);
+        victim = TakeOldestWaitingAnywhere();
       }
+      if (victim) {
+        evicted_.Add();
+        victim->Evict();
+      }
+      accept_timer_.expires_after(std::chrono::milliseconds(50));
+      accept_timer_.async_wait([this](beast::error_code) {
+        if (!stopped_) Accept();
+      });
+      return;
     }
+    if (!ec) OnAccepted(std::move(socket));
     Accept();
   });
 }
 
-bool HttpServer::Impl::Authorized(const HttpRequest& req) const {
-  if (options_.api_key.empty() || req.path == "/healthz") return true;
-  std::string auth = req.Header("authorization");
-  return auth == "Bearer " + options_.api_key || req.Param("key") == options_.api_key;
+void HttpServer::Impl::OnAccepted(tcp::socket socket) {
+  beast::error_code ec;
+  tcp::endpoint peer = socket.remote_endpoint(ec);
+  if (ec) return;  // gone already
+  std::shared_ptr<Slot> slot = Register(peer.address().to_string());
+  if (!slot) {
+    // Refuse politely: a one-shot 503 and close, without reading the request.
+    refused_.Add();
+    auto refused = std::make_shared<tcp::socket>(std::move(socket));
+    static const std::string kBody = "{\"error\":\"too many connections; retry later\"}\n";
+    static const std::string kBusy =
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: "
+        "close\r\nContent-Length: " + std::to_string(kBody.size()) + "\r\n\r\n" + kBody;
+    net::async_write(*refused, net::buffer(kBusy), [refused](beast::error_code, size_t) {});
+    return;
+  }
+  auto session = std::make_shared<Session>(*this, std::move(socket), slot);
+  {
+    std::lock_guard lock(conn_mu_);
+    slot->http = session;
+  }
+  session->Start();
+}
+
+std::shared_ptr<HttpServer::Impl::Slot> HttpServer::Impl::Register(const std::string& address) {
+  std::shared_ptr<Session> victim;
+  std::shared_ptr<Slot> slot;
+  {
+    std::lock_guard lock(conn_mu_);
+    std::list<Slot*>& mine = by_address_[address];
+    if (mine.size() >= static_cast<size_t>(options_.max_connections_per_address)) {
+      victim = TakeOldestWaiting(mine);
+    } else if (open_connections_ >= static_cast<size_t>(options_.max_connections)) {
+      victim = TakeOldestWaitingAnywhere();
+    }
+    if (mine.size() < static_cast<size_t>(options_.max_connections_per_address) &&
+        open_connections_ < static_cast<size_t>(options_.max_connections)) {
+      slot = std::make_shared<Slot>(*this, address);
+      slot->position = mine.insert(mine.end(), slot.get());
+      slot->listed = true;
+      ++open_connections_;
+    } else if (mine.empty()) {
+      by_address_.erase(address);
+    }
+  }
+  if (victim) {
+    evicted_.Add();
+    victim->Evict();
+  }
+  return slot;
+}
+
+std::shared_ptr<HttpServer::Impl::Session> HttpServer::Impl::TakeOldestWaiting(std::list<Slot*>& slots) {
+  Slot* oldest = nullptr;
+  std::shared_ptr<Session> session;
+  for (Slot* slot : slots) {
+    if (!slot->waiting || (oldest && slot->waiting_since >= oldest->waiting_since)) continue;
+    if (auto alive = slot->http.lock()) {
+      oldest = slot;
+      session = std::move(alive);
+    }
+  }
+  if (!oldest) return nullptr;
+  slots.erase(oldest->position);
+  oldest->listed = false;
+  oldest->evicted = true;
+  oldest->waiting = false;
+  --open_connections_;
+  return session;
+}
+
+std::shared_ptr<HttpServer::Impl::Session> HttpServer::Impl::TakeOldestWaitingAnywhere() {
+  // The address with the most connections gives one up: a flood pays for itself.
+  std::list<Slot*>* busiest = nullptr;
+  for (auto& [address, slots] : by_address_) {
+    bool has_waiting = std::any_of(slots.begin(), slots.end(), [](const Slot* s) { return s->waiting; });
+    if (has_waiting && (!busiest || slots.size() > busiest->size())) busiest = &slots;
+  }
+  return busiest ? TakeOldestWaiting(*busiest) : nullptr;
+}
+
+bool HttpServer::Impl::SetWaiting(Slot& slot, bool waiting) {
+  std::lock_guard lock(conn_mu_);
+  if (slot.evicted) return false;
+  slot.waiting = waiting;
+  if (waiting) slot.waiting_since = ++waiting_clock_;
+  return true;
+}
+
+void HttpServer::Impl::Release(Slot* slot) {
+  std::lock_guard lock(conn_mu_);
+  if (!slot->listed) return;
+  auto it = by_address_.find(slot->address);
+  it->second.erase(slot->position);
+  if (it->second.empty()) by_address_.erase(it);
+  --open_connections_;
+}
+
+const HttpHandler* HttpServer::Impl::FindHandler(const std::string& method, const std::string& path,
+                                                 bool* path_known) const {
+  auto it = routes_.find(RouteKey{method, path});
+  const HttpHandler* handler = it != routes_.end() ? &it->second : nullptr;
+  bool known = handler != nullptr;
+  for (auto r = routes_.begin(); !known && r != routes_.end(); ++r) known = r->first.path == path;
+  for (const auto& [key, prefix_handler] : prefix_routes_) {
+    if (known && handler) break;
+    if (!path.starts_with(key.path)) continue;
+    known = true;
+    if (!handler && key.method == method) handler = &prefix_handler;
+  }
+  *path_known = known;
+  return handler;
+}
+
+bool HttpServer::Impl::ForFallback(const std::string& method, const std::string& path) const {
+  bool path_known = false;
+  FindHandler(method, path, &path_known);
+  bool api_path = path == "/api" || path.starts_with("/api/");
+  return !path_known && !api_path && fallback_ && (method == "GET" || method == "HEAD");
+}
+
+bool HttpServer::Impl::HostAllowed(std::string_view host_header) const {
+  if (any_host_ || host_header.empty()) return true;  // no Host: not a browser
+  std::string host = HostOfHeader(host_header);
+  if (host.empty()) return false;
+  beast::error_code ec;
+  net::ip::make_address(host, ec);
+  if (!ec) return true;  // an IP address cannot be rebound to another server
+  if (host == "localhost" || host.ends_with(".localhost") || host_names_.contains(host)) return true;
+  return std::any_of(host_suffixes_.begin(), host_suffixes_.end(),
+                     [&](const std::string& suffix) { return host.ends_with(suffix); });
+}
+
+bool HttpServer::Impl::CorsOrigin(std::string_view origin) const {
+  if (origin.empty()) return false;
+  return std::any_of(options_.cors_origins.begin(), options_.cors_origins.end(),
+                     [&](const std::string& allowed) { return EqualsIgnoreCase(allowed, origin); });
+}
+
+bool HttpServer::Impl::OriginAllowed(const Head& head) const {
+  if (head.origin.empty()) return true;  // not sent by a browser
+  if (CorsOrigin(head.origin)) return true;
+  std::string_view origin = head.origin;
+  size_t scheme_end = origin.find("://");
+  if (scheme_end == std::string_view::npos) return false;  // "null": a sandboxed or file page
+  return !head.host.empty() && EqualsIgnoreCase(origin.substr(scheme_end + 3), head.host);
+}
+
+std::optional<HttpResponse> HttpServer::Impl::Refusal(const Head& head) const {
+  if (!HostAllowed(head.host)) {
+    return HttpResponse::Error(403, "host '" + HostOfHeader(head.host) +
+                                        "' is not a name of this server; add it to --allowed-hosts "
+                                        "(a foreign name in Host is how DNS rebinding reaches a server)");
+  }
+  if ((head.upgrade || ChangesState(head.method)) && !OriginAllowed(head)) {
+    return HttpResponse::Error(403, "requests from the page at " + head.origin +
+                                        " may not change anything here (add the origin to --cors-origins "
+                                        "to allow it)");
+  }
+  const std::string& path = head.target.path;
+  bool needs_key = !options_.api_key.empty() && path != "/healthz" && head.method != "OPTIONS" &&
+                   (head.upgrade || !ForFallback(head.method, path));
+  if (needs_key) {
+    std::string_view sent;
+    if (head.authorization.starts_with("Bearer ")) sent = std::string_view(head.authorization).substr(7);
+    auto key_param = head.target.query.find("key");
+    if (sent.empty() && key_param != head.target.query.end()) sent = key_param->second;
+    if (!ConstantTimeEquals(sent, options_.api_key)) {
+      return HttpResponse::Error(401, "missing or wrong API key (Authorization: Bearer <key>)");
+    }
+  }
+  if (ChangesState(head.method) && head.has_body && !head.upgrade) {
+    auto it = body_types_.find(RouteKey{head.method, path});
+    static const std::vector<std::string> kJson = {"application/json"};
+    const std::vector<std::string>& accepted = it != body_types_.end() ? it->second : kJson;
+    std::string type = MediaType(head.content_type);
+    if (std::find(accepted.begin(), accepted.end(), type) == accepted.end()) {
+      std::string list;
+      for (const std::string& t : accepted) list += (list.empty() ? "" : ", ") + t;
+      return HttpResponse::Error(415, head.method + " " + path + " takes Content-Type " + list + ", not '" +
+                                          (type.empty() ? "(none)" : type) + "'");
+    }
+  }
+  return std::nullopt;
 }
 
 void HttpServer::Impl::Dispatch(HttpRequest&& req, Responder responder) {
-  auto it = routes_.find(RouteKey{req.method, req.path});
-  const HttpHandler* handler = it != routes_.end() ? &it->second : nullptr;
-  bool path_known = handler != nullptr;
-  for (auto r = routes_.begin(); !path_known && r != routes_.end(); ++r) {
-    path_known = r->first.path == req.path;
-  }
-  for (const auto& [key, prefix_handler] : prefix_routes_) {
-    if (path_known && handler) break;
-    if (!req.path.starts_with(key.path)) continue;
-    path_known = true;
-    if (!handler && key.method == req.method) handler = &prefix_handler;
-  }
-  bool api_path = req.path == "/api" || req.path.starts_with("/api/");
-  if (!path_known && !api_path && fallback_ && (req.method == "GET" || req.method == "HEAD")) {
-    fallback_(std::move(req), std::move(responder));  // static files: no API key (they hold no data)
+  if (req.method == "OPTIONS" && CorsOrigin(req.Header("origin"))) {
+    // A CORS preflight from a configured origin (the answer gets Access-Control-Allow-Origin).
+    HttpResponse preflight;
+    preflight.status = 204;
+    preflight.content_type.clear();
+    preflight.headers = {{"Access-Control-Allow-Methods", "GET, HEAD, POST"},
+                         {"Access-Control-Allow-Headers", "Authorization, Content-Type"},
+                         {"Access-Control-Max-Age", "600"}};
+    responder(std::move(preflight));
     return;
   }
-  if (!Authorized(req)) {
-    responder(HttpResponse::Error(401, "missing or wrong API key (Authorization: Bearer <key>)"));
+  bool path_known = false;
+  const HttpHandler* handler = FindHandler(req.method, req.path, &path_known);
+  if (ForFallback(req.method, req.path)) {
+    fallback_(std::move(req), std::move(responder));  // static files: no API key (they hold no data)
     return;
   }
   if (!handler) {
@@ -476,6 +799,7 @@ void HttpServer::Impl::Stop() {
   net::post(ioc_, [this] {
     beast::error_code ignored;
     acceptor_.close(ignored);
+    accept_timer_.cancel();
   });
   ioc_.stop();
   for (auto& t : threads_) {
@@ -488,8 +812,10 @@ HttpServer::HttpServer(HttpServerOptions options, Logger& logger, MetricsRegistr
 
 HttpServer::~HttpServer() { Stop(); }
 
-void HttpServer::Route(const std::string& method, const std::string& path, HttpHandler handler) {
+void HttpServer::Route(const std::string& method, const std::string& path, HttpHandler handler,
+                       std::vector<std::string> body_types) {
   impl_->routes_[Impl::RouteKey{method, path}] = std::move(handler);
+  if (!body_types.empty()) impl_->body_types_[Impl::RouteKey{method, path}] = std::move(body_types);
 }
 
 void HttpServer::RoutePrefix(const std::string& method, const std::string& prefix, HttpHandler handler) {

@@ -73,13 +73,28 @@ struct HttpServerOptions {
   uint16_t port = 8080;  // 0 picks a free port
   int threads = 2;
   uint64_t max_body_bytes = 64ull << 20;
+  // Connection caps. A new connection over a cap closes the oldest connection (of its address, or
+  // of all) that is only waiting for a request header — what a slow-header flood is made of, and
+  // an idle keep-alive a client reopens at no cost — so that /healthz and clients that send whole
+  // requests are still served during a flood. With none to close, the newcomer gets a 503.
   int max_connections = 1024;
+  int max_connections_per_address = 256;
+  // A request header must arrive within header_timeout_seconds of the connection (or of the
+  // previous answer); its body within read_timeout_seconds of the header.
+  int header_timeout_seconds = 10;
   int read_timeout_seconds = 60;
   size_t max_websocket_queue_bytes = 16 << 20;
   // When set, every request but GET /healthz and those the fallback serves must carry
   // `Authorization: Bearer <api_key>` (browsers' WebSockets may pass it as the `key` query parameter
-  // instead).
+  // instead). Checked on the request header, before any body byte is read or `100 Continue` sent.
   std::string api_key;
+  // Browser protections (docs/security.md). The Host header must name this server: an IP address,
+  // localhost, this machine's host name, or one of allowed_hosts ("name", "*.domain", or "*" for
+  // any) — a foreign name is DNS rebinding. State-changing requests and WebSocket upgrades that
+  // carry an Origin must come from this server's own origin or one of cors_origins
+  // ("https://app.example"), which also get CORS headers.
+  std::vector<std::string> allowed_hosts;
+  std::vector<std::string> cors_origins;
 };
 
 class HttpServer {
@@ -89,8 +104,11 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  // Register before Start().
-  void Route(const std::string& method, const std::string& path, HttpHandler handler);
+  // Register before Start(). A POST, PUT, PATCH or DELETE with a body must declare one of
+  // `body_types` as its Content-Type (none given: application/json), or is refused with a 415
+  // before its body is read: browsers send text/plain and form types across origins unasked.
+  void Route(const std::string& method, const std::string& path, HttpHandler handler,
+             std::vector<std::string> body_types = {});
   // Routes every path that starts with `prefix` (e.g. "/api/v1/blobs/") and has no exact route; the
   // handler reads the rest of req.path.
   void RoutePrefix(const std::string& method, const std::string& prefix, HttpHandler handler);

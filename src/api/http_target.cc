@@ -1,24 +1,16 @@
 #include "api/http_target.h"
 
+#include "common/strings.h"
+
 namespace trainwatch::api {
-namespace {
-
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-}  // namespace
 
 std::string PercentDecode(std::string_view s, bool plus_is_space) {
   std::string out;
   out.reserve(s.size());
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] == '%' && i + 2 < s.size()) {
-      int hi = HexDigit(s[i + 1]);
-      int lo = HexDigit(s[i + 2]);
+      int hi = HexDigitValue(s[i + 1]);
+      int lo = HexDigitValue(s[i + 2]);
       if (hi >= 0 && lo >= 0) {
         out.push_back(static_cast<char>(hi * 16 + lo));
         i += 2;

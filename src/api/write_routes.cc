@@ -173,9 +173,11 @@ int HttpStatusOf(const Status& status) {
 }
 
 void RegisterWriteRoutes(HttpServer& server, ApiContext& ctx) {
-  server.Route("POST", "/api/v1/write", [&ctx](HttpRequest&& req, Responder respond) {
-    HandleWrite(ctx, std::move(req), std::move(respond));
-  });
+  server.Route(
+      "POST", "/api/v1/write",
+      [&ctx](HttpRequest&& req, Responder respond) { HandleWrite(ctx, std::move(req), std::move(respond)); },
+      {"application/x-ndjson", "application/jsonl", "application/json", "application/x-protobuf",
+       "application/protobuf"});
   server.Route("POST", "/api/v1/runs/update", [&ctx](HttpRequest&& req, Responder respond) {
     HandleRunUpdate(ctx, std::move(req), std::move(respond));
   });

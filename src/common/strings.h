@@ -26,6 +26,22 @@ inline bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   return true;
 }
 
+// `s` in ASCII lower case.
+inline std::string ToLowerAscii(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Equality whose time depends only on the lengths, not on where the first difference is: for
+// comparing secrets.
+inline bool ConstantTimeEquals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
 // The value of one hex digit (either case), or -1.
 inline int HexDigitValue(char c) {
   if (c >= '0' && c <= '9') return c - '0';

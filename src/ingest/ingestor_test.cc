@@ -195,7 +195,9 @@ TEST_F(IngestorTest, GraphMustBeAJsonObjectWithinTheLimit) {
   EXPECT_THAT(FirstError(write_graph("[1,2]")),
               HasSubstr("metadata.graph_json is not a JSON object"));
   EXPECT_THAT(FirstError(write_graph("{\"a\":")),
-              HasSubstr("metadata.graph_json is not a JSON object"));
+              HasSubstr("metadata.graph_json: invalid JSON at byte 6"));
+  EXPECT_THAT(FirstError(write_graph(std::string(300, '[') + std::string(300, ']'))),
+              HasSubstr("metadata.graph_json: JSON nested deeper than 256 levels"));
   std::string big = "{\"pad\":\"" + std::string(IngestLimits{}.max_graph_bytes, 'x') + "\"}";
   EXPECT_THAT(FirstError(write_graph(big)), HasSubstr("the limit is 8388608"));
   EXPECT_FALSE(engine_->GetRun("default", "g").has_value());

@@ -6,6 +6,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "common/strings.h"
+
 namespace trainwatch::server {
 namespace {
 
@@ -23,6 +25,8 @@ constexpr Setting kSettings[] = {
     {"--grpc-listen", "TRAINWATCH_GRPC_LISTEN", "grpc_listen", "gRPC address (default 127.0.0.1:8081)"},
     {"--log-level", "TRAINWATCH_LOG_LEVEL", "log_level", "debug, info, warn or error (default info)"},
     {"--api-key", "TRAINWATCH_API_KEY", "api_key", "key clients must send; required off loopback"},
+    {"--allowed-hosts", "TRAINWATCH_ALLOWED_HOSTS", "allowed_hosts", "comma-separated names clients reach this server by, besides IP addresses, localhost and this machine's name (\"*.example.com\" for a domain, \"*\" for any); other Host headers get a 403 (DNS rebinding)"},
+    {"--cors-origins", "TRAINWATCH_CORS_ORIGINS", "cors_origins", "comma-separated origins (https://app.example) whose pages may call the API; other pages cannot change anything"},
     {"--http-threads", "TRAINWATCH_HTTP_THREADS", "http_threads", "HTTP I/O threads (default 2)"},
     {"--max-body-bytes", "TRAINWATCH_MAX_BODY_BYTES", "max_body_bytes", "largest request body (default 64 MiB)"},
     {"--max-image-bytes", "TRAINWATCH_MAX_IMAGE_BYTES", "max_image_bytes", "largest encoded image (default 16 MiB); larger ones are refused, the rest of their batch is kept. An image must also fit in a request (--max-body-bytes)"},
@@ -62,6 +66,20 @@ Status Apply(ServerConfig* c, const std::string& key, const std::string& value, 
     }
   } else if (key == "api_key") {
     c->api_key = value;
+  } else if (key == "allowed_hosts" || key == "cors_origins") {
+    std::vector<std::string>& list = key == "allowed_hosts" ? c->allowed_hosts : c->cors_origins;
+    list.clear();
+    for (size_t start = 0; start <= value.size();) {
+      size_t comma = std::min(value.find(',', start), value.size());
+      std::string item(TrimBlanks(std::string_view(value).substr(start, comma - start)));
+      start = comma + 1;
+      if (item.empty()) continue;
+      if (key == "cors_origins" && item.find("://") == std::string::npos) {
+        return Status::InvalidArgument(where + ": an origin looks like https://host[:port], got '" + item + "'");
+      }
+      while (key == "cors_origins" && item.back() == '/') item.pop_back();
+      list.push_back(std::move(item));
+    }
   } else if (key == "alerting") {
     c->alerting_file = value;
   } else if (key == "external_url") {

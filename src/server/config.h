@@ -33,6 +33,10 @@ struct ServerConfig {
   // `Authorization: Bearer <key>` (HTTP) or `authorization` metadata (gRPC).
   std::string api_key;
   int http_threads = 2;
+  // Browser protections (docs/security.md): names the Host header may carry besides IP addresses,
+  // localhost and this machine's name ("*" any), and origins allowed to call the API from a page.
+  std::vector<std::string> allowed_hosts;
+  std::vector<std::string> cors_origins;
   ingest::IngestLimits limits;
   uint64_t checkpoint_log_bytes = 512ull << 20;
   double checkpoint_interval_seconds = 300;

@@ -1,5 +1,7 @@
 #include "server/server.h"
 
+#include <sys/resource.h>
+
 #include <grpcpp/grpcpp.h>
 
 #include <condition_variable>
@@ -120,6 +122,18 @@ void RegisterWalMetrics(const storage::wal::WalLog& wal, MetricsRegistry& metric
                    [&wal] { return wal.Health().ok() ? 1.0 : 0.0; });
 }
 
+// Each connection holds a file descriptor: use all the process may have (the soft limit is often
+// 1024), so that a flood meets the connection caps before the descriptor limit.
+void RaiseFileLimit(Logger& log) {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
+  rlim_t before = limit.rlim_cur;
+  limit.rlim_cur = limit.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &limit) != 0) {
+    log.Warn("cannot raise the open-file limit", {{"limit", static_cast<uint64_t>(before)}});
+  }
+}
+
 }  // namespace
 
 Server::Server(std::unique_ptr<Parts> parts) : parts_(std::move(parts)) {}
@@ -134,6 +148,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   p->config = config;
   p->logger = std::make_unique<Logger>(config.log_level);
   Logger& log = *p->logger;
+  RaiseFileLimit(log);
 
   TW_ASSIGN_OR_RETURN(p->lock, DataDirLock::Acquire(config.data_dir));
   storage::wal::WalOptions wal_options;
@@ -216,6 +231,8 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   http_options.threads = config.http_threads;
   http_options.max_body_bytes = config.limits.max_body_bytes;
   http_options.api_key = config.api_key;
+  http_options.allowed_hosts = config.allowed_hosts;
+  http_options.cors_origins = config.cors_origins;
   p->http = std::make_unique<api::HttpServer>(http_options, log, p->metrics);
   api::RegisterRoutes(*p->http, *p->api);
   api::RegisterStaticFiles(*p->http, std::make_shared<const api::StaticFiles>(web::DashboardAssets()));

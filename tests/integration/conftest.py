@@ -237,8 +237,13 @@ class Server:
         return http("GET", url, **kw)
 
     def post(self, path, body, params=None, headers=None, **kw):
+        """POSTs `body` as JSON unless `headers` name another Content-Type (the server refuses
+        bodies whose type its route does not take, as it must refuse a browser's text/plain)."""
         url = self.url + path + ("?" + query_string(params) if params else "")
-        return http("POST", url, body=body, headers=headers or {}, **kw)
+        headers = dict(headers or {})
+        if not any(k.lower() == "content-type" for k in headers):
+            headers["Content-Type"] = "application/json"
+        return http("POST", url, body=body, headers=headers, **kw)
 
     def write(self, lines, **kw):
         """POSTs NDJSON: `lines` is a str/bytes body or a list of dicts / str lines."""

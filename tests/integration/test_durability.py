@@ -79,7 +79,8 @@ class Writer(threading.Thread):
             attempt += 1
             assert time.monotonic() < deadline, "writer %d: batch at %d never acknowledged" % (self.index, batch[0][0])
             try:
-                r = http("POST", self.server.url + "/api/v1/write", body=body, timeout=15)
+                r = http("POST", self.server.url + "/api/v1/write", body=body, timeout=15,
+                         headers={"Content-Type": "application/x-ndjson"})
             except OSError:  # refused, reset, timed out: not acknowledged
                 self.retries += 1
                 time.sleep(0.02)

@@ -312,7 +312,7 @@ def test_body_over_the_limit_is_413(small_server):
     body = "".join(line % i for i in range(3000)).encode()
     assert len(body) > 65536
     # Declared size over the limit: refused as soon as the headers are read.
-    head = ("POST /api/v1/write HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-ndjson\r\n"
+    head = ("POST /api/v1/write HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-ndjson\r\n"
             "Content-Length: %d\r\n\r\n" % len(body)).encode()
     response = raw_exchange(small_server.port, head)
     assert status_line(response).startswith(b"HTTP/1.1 413"), response[:300]
@@ -433,9 +433,9 @@ def test_unknown_endpoint_and_wrong_method(module_server):
     b"\x00\x01\x02\x03 garbage \xff\xfe\r\n\r\n",
     b"GET\r\n\r\n",
     b"GET / HTTP/9.9\r\n\r\n",
-    b"POST /api/v1/write HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n",
-    b"POST /api/v1/write HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 7\r\n\r\nhello",
-    b"POST /api/v1/write HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n",
+    b"POST /api/v1/write HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: abc\r\n\r\n",
+    b"POST /api/v1/write HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\nContent-Length: 7\r\n\r\nhello",
+    b"POST /api/v1/write HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n",
     b"GET /healthz HTTP/1.1\r\nBad Header Without Colon\r\n\r\n",
     b"GET /healthz HTTP/1.1\r\nX-Big: " + b"a" * 70000 + b"\r\n\r\n",
 ], ids=["binary", "no-version", "bad-version", "bad-length", "two-lengths", "bad-chunk", "bad-header", "huge-header"])
@@ -450,11 +450,11 @@ def test_http_garbage_on_a_raw_socket(module_server, garbage):
 
 
 def test_pipelined_requests_are_answered_in_order(module_server):
-    requests = (b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
-                b"GET /api/v1/nope HTTP/1.1\r\nHost: x\r\n\r\n"
-                b"POST /api/v1/write HTTP/1.1\r\nHost: x\r\nContent-Length: 49\r\n\r\n"
+    requests = (b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+                b"GET /api/v1/nope HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+                b"POST /api/v1/write HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-ndjson\r\nContent-Length: 49\r\n\r\n"
                 b'{"run":"piped","step":1,"metrics":{"loss":0.5}}\n\n'
-                b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
     response = raw_exchange(module_server.port, requests)
     statuses = re.findall(rb"HTTP/1\.1 (\d{3}) ", response)
     assert statuses == [b"200", b"404", b"200", b"200"], response
@@ -465,7 +465,7 @@ def test_expect_100_continue_gets_the_go_ahead_at_once(module_server):
     # curl sends `Expect: 100-continue` for bodies over 1 MiB and waits (1 s) for the go-ahead.
     body = b'{"run":"expect","step":1,"metrics":{"loss":0.5}}\n'
     with socket.create_connection(("127.0.0.1", module_server.port), timeout=5) as s:
-        s.sendall(b"POST /api/v1/write HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+        s.sendall(b"POST /api/v1/write HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-ndjson\r\nExpect: 100-continue\r\n"
                   b"Content-Length: %d\r\n\r\n" % len(body))
         s.settimeout(10)  # without the go-ahead nothing comes at all: the server waits for the body
         interim = s.recv(1024)
@@ -483,7 +483,7 @@ def test_slow_clients_do_not_block_others(module_server):
         for i in range(20):
             s = socket.create_connection(("127.0.0.1", module_server.port), timeout=5)
             if i % 3 == 0:
-                s.sendall(b"POST /api/v1/write HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"run\":\"slow\"")
+                s.sendall(b"POST /api/v1/write HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-ndjson\r\nContent-Length: 1000\r\n\r\n{\"run\":\"slow\"")
             elif i % 3 == 1:
                 s.sendall(b"GET /healthz HTTP/1.1\r\nHo")
             idle.append(s)  # the third kind sends nothing at all
@@ -498,7 +498,7 @@ def test_slow_clients_do_not_block_others(module_server):
         assert not run_exists(module_server, "slow")
         # Completing a half-sent request late still works.
         s = idle[1]
-        s.sendall(b"st: x\r\n\r\n")
+        s.sendall(b"st: 127.0.0.1\r\n\r\n")
         assert status_line(s.recv(4096)).startswith(b"HTTP/1.1 200")
     finally:
         for s in idle:
