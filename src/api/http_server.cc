@@ -571,7 +571,8 @@ void HttpServer::Impl::Accept() {
         evicted_.Add();
         victim->Evict();
       }
-      accept_timer_.expires_after(std::chrono::milliseconds(50));
+      // A closed connection frees a descriptor at once; with none to close, wait for one longer.
+      accept_timer_.expires_after(std::chrono::milliseconds(victim ? 5 : 100));
       accept_timer_.async_wait([this](beast::error_code) {
         if (!stopped_) Accept();
       });

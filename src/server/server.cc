@@ -123,15 +123,32 @@ void RegisterWalMetrics(const storage::wal::WalLog& wal, MetricsRegistry& metric
 }
 
 // Each connection holds a file descriptor: use all the process may have (the soft limit is often
-// 1024), so that a flood meets the connection caps before the descriptor limit.
-void RaiseFileLimit(Logger& log) {
+// 1024), so that a flood meets the connection caps before the descriptor limit. Returns the limit.
+uint64_t RaiseFileLimit(Logger& log) {
   rlimit limit{};
-  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
-  rlim_t before = limit.rlim_cur;
-  limit.rlim_cur = limit.rlim_max;
-  if (setrlimit(RLIMIT_NOFILE, &limit) != 0) {
-    log.Warn("cannot raise the open-file limit", {{"limit", static_cast<uint64_t>(before)}});
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return 1024;
+  if (limit.rlim_cur < limit.rlim_max) {
+    rlim_t before = limit.rlim_cur;
+    limit.rlim_cur = limit.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &limit) != 0) {
+      log.Warn("cannot raise the open-file limit", {{"limit", static_cast<uint64_t>(before)}});
+      limit.rlim_cur = before;
+    }
   }
+  return static_cast<uint64_t>(limit.rlim_cur);
+}
+
+// Descriptors kept for the store, the log, the alert store and the outbox whatever the clients do.
+constexpr uint64_t kStoreFileReserve = 256;
+
+// Caps connections so that they can never take the descriptors the store needs.
+void FitConnectionsToFileLimit(uint64_t file_limit, api::HttpServerOptions* options, Logger& log) {
+  const uint64_t room = file_limit > kStoreFileReserve + 16 ? file_limit - kStoreFileReserve : 16;
+  if (room >= static_cast<uint64_t>(options->max_connections)) return;
+  options->max_connections = static_cast<int>(room);
+  options->max_connections_per_address = std::min(options->max_connections_per_address, options->max_connections);
+  log.Warn("the open-file limit caps HTTP connections", {{"file_limit", file_limit},
+                                                         {"max_connections", room}});
 }
 
 }  // namespace
@@ -148,7 +165,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   p->config = config;
   p->logger = std::make_unique<Logger>(config.log_level);
   Logger& log = *p->logger;
-  RaiseFileLimit(log);
+  const uint64_t file_limit = RaiseFileLimit(log);
 
   TW_ASSIGN_OR_RETURN(p->lock, DataDirLock::Acquire(config.data_dir));
   storage::wal::WalOptions wal_options;
@@ -233,6 +250,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   http_options.api_key = config.api_key;
   http_options.allowed_hosts = config.allowed_hosts;
   http_options.cors_origins = config.cors_origins;
+  FitConnectionsToFileLimit(file_limit, &http_options, log);
   p->http = std::make_unique<api::HttpServer>(http_options, log, p->metrics);
   api::RegisterRoutes(*p->http, *p->api);
   api::RegisterStaticFiles(*p->http, std::make_shared<const api::StaticFiles>(web::DashboardAssets()));

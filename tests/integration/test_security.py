@@ -1,0 +1,269 @@
+"""A real server attacked as a hostile client or a foreign web page would (issue 13): each attack
+gets a clear 4xx, or is refused, and the server keeps serving everyone else.
+"""
+import json
+import os
+import resource
+import socket
+import threading
+
+import pytest
+import websocket
+
+from conftest import Server, http
+
+EVIL = "http://evil.example"
+
+
+def raw(port, data, read=True):
+    """Sends raw bytes on a new connection; returns what the server answers until it closes."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(data)
+        if not read:
+            return b""
+        out = b""
+        while True:
+            try:
+                chunk = s.recv(65536)
+            except ConnectionResetError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        return out
+
+
+def rss_bytes(server):
+    with open("/proc/%d/status" % server.proc.pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS for the server")
+
+
+def nested(depth):
+    return "[" * depth + "]" * depth
+
+
+# -- hostile input ----------------------------------------------------------------------------------
+
+
+def test_a_config_nested_100k_deep_is_a_400_not_a_crash(server):
+    body = '{"config": {"a": %s}}' % nested(100000)  # ~200 KB
+    r = server.post("/api/v1/runs/update", body, params={"run": "x"})
+    assert r.status == 400 and "nested deeper than 64 levels" in r.json()["error"], r
+    # The same document through the NDJSON write and in a protobuf's config_json field.
+    r = server.write('{"run": "x", "step": 0, "config": {"a": %s}, "metrics": {"loss": 1}}\n' % nested(100000))
+    assert r.status == 400 and "too deep at byte" in r.json()["errors"][0]["error"], r
+    assert server.get("/healthz").status == 200
+    # A config of sensible depth is still taken.
+    r = server.post("/api/v1/runs/update", '{"config": {"a": %s}}' % nested(10), params={"run": "x"})
+    assert r.status == 200, r
+    assert server.alive()
+
+
+def test_nested_websocket_messages_get_an_error_and_the_socket_lives(server):
+    ws = websocket.create_connection(server.ws_url + "/api/v1/live", timeout=30)
+    ws.send(nested(100000))
+    reply = json.loads(ws.recv())
+    assert reply["type"] == "error" and "nested deeper" in reply["error"], reply
+    ws.send(json.dumps({"subscribe": {"project": "p"}}))
+    assert json.loads(ws.recv()) == {"type": "subscribed"}
+    ws.close()
+
+
+# -- a foreign web page -----------------------------------------------------------------------------
+
+
+def test_a_foreign_page_can_change_nothing(server):
+    server.write_ok([{"run": "r", "step": s, "metrics": {"loss": 1.0}} for s in range(5)])
+    simple = {"Content-Type": "text/plain", "Origin": EVIL}  # a CORS "simple request": no preflight
+    for path, params, body in (("/api/v1/silences", None, '{"duration": "52w"}'),
+                               ("/api/v1/runs/rewind", {"run": "r"}, '{"step": 0}'),
+                               ("/api/v1/write", None, '{"run": "evil", "step": 0, "metrics": {"x": 1}}\n'),
+                               ("/api/v1/rules/reload", None, "")):
+        r = server.post(path, body, params=params, headers=simple)
+        assert r.status == 403 and EVIL in r.json()["error"], (path, r)
+        # Declaring JSON does not help a foreign origin either (and would need a preflight).
+        r = server.post(path, body, params=params, headers={"Origin": EVIL})
+        assert r.status == 403, (path, r)
+    # Without an Origin (curl, the SDK), a browser's body type is still refused.
+    r = server.post("/api/v1/silences", '{"duration": "52w"}', headers={"Content-Type": "text/plain"})
+    assert r.status == 415 and "application/json" in r.json()["error"], r
+    r = server.post("/api/v1/write", '{"run": "evil", "step": 0, "metrics": {"x": 1}}\n',
+                    headers={"Content-Type": "application/x-www-form-urlencoded"})
+    assert r.status == 415, r
+    # Nothing changed.
+    assert server.get_json("/api/v1/silences", {"all": 1})["silences"] == []
+    assert server.get("/api/v1/run", {"run": "evil"}).status == 404
+    assert len(server.get_json("/api/v1/series", {"run": "r", "metric": "loss"})["series"][0]["points"]) == 5
+    # The dashboard's own origin may.
+    own = {"Origin": server.url, "Content-Type": "application/json"}
+    r = server.post("/api/v1/silences", '{"duration": "1h", "comment": "own page"}', headers=own)
+    assert r.status == 200, r
+
+
+def test_a_websocket_from_a_foreign_origin_is_refused(server):
+    with pytest.raises(websocket.WebSocketBadStatusException) as refused:
+        websocket.create_connection(server.ws_url + "/api/v1/live", origin=EVIL, timeout=30)
+    assert refused.value.status_code == 403
+    ws = websocket.create_connection(server.ws_url + "/api/v1/live", origin=server.url, timeout=30)
+    ws.send(json.dumps({"subscribe": {"project": "p"}}))
+    assert json.loads(ws.recv()) == {"type": "subscribed"}
+    ws.close()
+
+
+def test_a_foreign_host_name_is_refused_dns_rebinding(server_factory):
+    server = server_factory("--allowed-hosts", "trainwatch.internal,*.corp.example")
+    for host in ("attacker.example", "attacker.example:%d" % server.port, "trainwatch.internal.evil.example"):
+        for path in ("/api/v1/runs", "/"):
+            r = http("GET", server.url + path, headers={"Host": host})
+            assert r.status == 403 and "--allowed-hosts" in r.json()["error"], (host, path, r)
+    for host in ("localhost:%d" % server.port, "127.0.0.1:%d" % server.port, "[::1]:%d" % server.port,
+                 "trainwatch.internal:%d" % server.port, "gpu7.corp.example", "LocalHost"):
+        assert http("GET", server.url + "/api/v1/runs", headers={"Host": host}).status == 200, host
+
+
+def test_cors_only_for_configured_origins(server_factory):
+    app = "https://app.example"
+    server = server_factory("--cors-origins", app)
+    preflight = {"Origin": app, "Access-Control-Request-Method": "POST",
+                 "Access-Control-Request-Headers": "content-type"}
+    r = http("OPTIONS", server.url + "/api/v1/write", headers=preflight)
+    assert r.status == 204 and r.headers["Access-Control-Allow-Origin"] == app, r.headers
+    assert "POST" in r.headers["Access-Control-Allow-Methods"], r.headers
+    r = http("OPTIONS", server.url + "/api/v1/write", headers=dict(preflight, Origin=EVIL))
+    assert "Access-Control-Allow-Origin" not in r.headers, r.headers
+    r = server.post("/api/v1/write", '{"run": "c", "step": 0, "metrics": {"x": 1}}\n',
+                    headers={"Origin": app, "Content-Type": "application/x-ndjson"})
+    assert r.status == 200 and r.headers["Access-Control-Allow-Origin"] == app, r.headers
+    r = server.get("/api/v1/runs", headers={"Origin": EVIL})
+    assert r.status == 200 and "Access-Control-Allow-Origin" not in r.headers, r.headers
+
+
+def test_the_dashboard_is_sent_with_browser_protections(server):
+    r = server.get("/")
+    csp = r.headers["Content-Security-Policy"]
+    assert "frame-ancestors 'none'" in csp and "script-src 'self'" in csp, csp
+    assert r.headers["X-Content-Type-Options"] == "nosniff"
+    assert r.headers["Referrer-Policy"] == "no-referrer"
+    assert r.headers["X-Frame-Options"] == "DENY"
+
+
+# -- before authentication --------------------------------------------------------------------------
+
+
+def test_unauthenticated_bodies_are_never_read(server_factory):
+    server = server_factory("--api-key", "s3cret")
+    size = 60 << 20
+    head = ("POST /api/v1/write HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-ndjson\r\n"
+            "Content-Length: %d\r\n" % size)
+    # A client that asks first gets the 401 instead of `100 Continue`.
+    answer = raw(server.port, (head + "Expect: 100-continue\r\n\r\n").encode())
+    assert answer.startswith(b"HTTP/1.1 401"), answer[:200]
+    assert b"100 Continue" not in answer
+
+    # Eight clients that send 60 MiB each without asking: answered and cut off after the header.
+    idle = rss_bytes(server)
+    body = b"x" * size
+    answers = []
+
+    def send():
+        with socket.create_connection(("127.0.0.1", server.port), timeout=30) as s:
+            s.sendall(head.encode() + b"\r\n")
+            try:
+                s.sendall(body)
+            except OSError:
+                pass  # the server closed the connection: what we want
+            try:
+                answers.append(s.recv(4096))
+            except OSError:
+                answers.append(b"(reset)")
+
+    threads = [threading.Thread(target=send) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    grown = rss_bytes(server) - idle
+    assert grown < 20 << 20, "RSS grew by %d MB" % (grown >> 20)
+    assert any(a.startswith(b"HTTP/1.1 401") for a in answers), answers
+    assert http("GET", server.url + "/healthz").status == 200
+    keyed = {"Authorization": "Bearer s3cret", "Content-Type": "application/x-ndjson"}
+    r = server.post("/api/v1/write", '{"run": "k", "step": 0, "metrics": {"x": 1}}\n', headers=keyed)
+    assert r.status == 200, r
+    r = server.post("/api/v1/write", '{"run": "k", "step": 1, "metrics": {"x": 1}}\n',
+                    headers=dict(keyed, Authorization="Bearer s3cres"))
+    assert r.status == 401, r
+
+
+# -- slow clients -----------------------------------------------------------------------------------
+
+
+def open_partial_headers(port, count):
+    """`count` connections that each send the start of a request header and then nothing."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, count + 512)), hard))
+    sockets = []
+    for _ in range(count):
+        s = socket.create_connection(("127.0.0.1", port), timeout=30)
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+        sockets.append(s)
+    return sockets
+
+
+def test_a_slow_header_flood_does_not_lock_anyone_out(server):
+    flood = open_partial_headers(server.port, 1030)
+    try:
+        # The issue's bound: /healthz within 2 s during the flood (it waited ~60 s before).
+        assert http("GET", server.url + "/healthz", timeout=2).status == 200
+        r = server.write([{"run": "during-flood", "step": 0, "metrics": {"loss": 1.0}}], timeout=2)
+        assert r.status == 200, r
+        # Room was made by closing the oldest connections that were still waiting for a header.
+        assert server.metric_value("trainwatch_http_connections_evicted_total") >= 1030 - 256
+        assert server.metric_value("trainwatch_http_connections") <= 256 + 2
+    finally:
+        for s in flood:
+            s.close()
+
+
+class LimitedServer(Server):
+    """A server started under `prlimit --nofile=N:N`: a host whose hard limit is low."""
+    nofile = 400
+
+    def command(self):
+        return ["prlimit", "--nofile=%d:%d" % (self.nofile, self.nofile)] + super().command()
+
+
+def test_a_low_file_limit_caps_connections_below_it(tmp_path):
+    server = LimitedServer(tmp_path / "limited").start()
+    try:
+        assert "the open-file limit caps HTTP connections" in server.stderr_text()
+        flood = open_partial_headers(server.port, 400)  # more than the process could hold
+        try:
+            assert http("GET", server.url + "/healthz", timeout=2).status == 200
+            # The store kept its descriptors: a write is acknowledged durably during the flood.
+            r = server.write([{"run": "low-limit", "step": 0, "metrics": {"loss": 1.0}}], timeout=2)
+            assert r.status == 200, r
+            assert server.metric_value("trainwatch_http_connections") <= 400 - 256
+        finally:
+            for s in flood:
+                s.close()
+    finally:
+        server.stop()
+
+
+def test_the_accept_loop_pauses_when_descriptors_run_out(server):
+    # Lowered under the server's feet to just above what it holds (something else in the process
+    # took the rest): accept() fails with EMFILE, and must neither spin nor stop accepting.
+    in_use = len(os.listdir("/proc/%d/fd" % server.proc.pid))
+    resource.prlimit(server.proc.pid, resource.RLIMIT_NOFILE, (in_use + 20, in_use + 20))
+    flood = open_partial_headers(server.port, 100)
+    try:
+        assert http("GET", server.url + "/healthz", timeout=10).status == 200
+        assert server.metric_value("trainwatch_http_accept_backoffs_total") >= 1
+        assert server.metric_value("trainwatch_http_connections_evicted_total") >= 1
+    finally:
+        for s in flood:
+            s.close()
+    assert server.alive()
