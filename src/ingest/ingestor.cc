@@ -172,6 +172,7 @@ void Ingestor::WriteJsonLines(std::string_view body, Done done) {
   result.lines_rejected = parsed.errors.size();
   result.errors = std::move(parsed.errors);
   lines_rejected_.Add(result.lines_rejected);
+  MaskSecrets(&parsed.request);
   EnforceSeriesLimits(&parsed.request, &parsed.column_first_line, &result);
   Submit(std::move(parsed.request), std::move(result), std::move(done));
 }
@@ -179,8 +180,18 @@ void Ingestor::WriteJsonLines(std::string_view body, Done done) {
 void Ingestor::WriteProto(v1::WriteRequest request, Done done) {
   IngestResult result;
   Normalise(&request, &result);
+  MaskSecrets(&request);
   EnforceSeriesLimits(&request, nullptr, &result);
   Submit(std::move(request), std::move(result), std::move(done));
+}
+
+void Ingestor::MaskSecrets(v1::WriteRequest* request) const {
+  for (v1::RunBatch& batch : *request->mutable_runs()) {
+    if (!batch.has_metadata()) continue;
+    v1::RunMetadata* meta = batch.mutable_metadata();
+    if (meta->has_config_json()) meta->set_config_json(masker_.MaskJsonText(meta->config_json()));
+    for (std::string& tag : *meta->mutable_tags()) tag = masker_.MaskTag(tag);
+  }
 }
 
 void Ingestor::Normalise(v1::WriteRequest* request, IngestResult* result) {

@@ -12,6 +12,7 @@
 
 #include "common/clock.h"
 #include "common/metrics_registry.h"
+#include "common/secrets.h"
 #include "ingest/json_lines.h"
 #include "ingest/limits.h"
 #include "storage/engine.h"
@@ -48,10 +49,14 @@ class Ingestor {
 
   // When set (by the disk guard), every write is refused with this status.
   void SetRefusal(Status refusal);
+  // Config entries and tags whose keys match are masked before they are stored (default:
+  // SecretMasker's patterns). Call before serving.
+  void SetSecretMasker(SecretMasker masker) { masker_ = std::move(masker); }
 
  private:
   // Drops invalid run batches and columns from `request`, recording why, and fills defaults.
   void Normalise(v1::WriteRequest* request, IngestResult* result);
+  void MaskSecrets(v1::WriteRequest* request) const;
   // Drops columns that would create more series than the limits allow.
   void EnforceSeriesLimits(v1::WriteRequest* request,
                            const std::vector<std::vector<uint64_t>>* first_lines, IngestResult* result);
@@ -60,6 +65,7 @@ class Ingestor {
   storage::Engine& engine_;
   Clock& clock_;
   const IngestLimits limits_;
+  SecretMasker masker_;
   std::mutex refusal_mu_;
   Status refusal_;  // GUARDED_BY(refusal_mu_)
   Counter& lines_rejected_;

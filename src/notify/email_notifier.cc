@@ -8,6 +8,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "common/secrets.h"
 #include "notify/http_post.h"
 
 namespace trainwatch::notify {
@@ -186,7 +187,7 @@ Status EmailNotifier::Send(const Notification& n) {
   curl_easy_cleanup(curl);
   if (rc == CURLE_OK) return Status::Ok();
 
-  std::string reason = "email via " + options_.smtp_url + ": " +
+  std::string reason = "email via " + RedactUrl(options_.smtp_url) + ": " +
                        (error[0] != '\0' ? std::string(error) : curl_easy_strerror(rc));
   if (reply != 0) reason += " (SMTP " + std::to_string(reply) + ")";
   bool permanent = (reply >= 500 && reply < 600) || rc == CURLE_LOGIN_DENIED ||

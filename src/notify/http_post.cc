@@ -4,6 +4,8 @@
 
 #include <mutex>
 
+#include "common/secrets.h"
+
 namespace trainwatch::notify {
 namespace {
 
@@ -41,7 +43,9 @@ void EnsureCurlInitialized() {
 Status PerformHttpPost(const HttpPost& post) {
   EnsureCurlInitialized();
   CURL* curl = curl_easy_init();
-  if (curl == nullptr) return Status::Unavailable("POST " + post.url + ": curl_easy_init failed");
+  // Webhook URLs carry their tokens (Slack's path, a query's ?token=): only the host is ever shown.
+  const std::string what = "POST " + RedactUrl(post.url);
+  if (curl == nullptr) return Status::Unavailable(what + ": curl_easy_init failed");
   std::string reply;
   char error[CURL_ERROR_SIZE] = {0};
   curl_slist* headers = nullptr;
@@ -65,7 +69,6 @@ Status PerformHttpPost(const HttpPost& post) {
   curl_slist_free_all(headers);
   curl_easy_cleanup(curl);
 
-  const std::string what = "POST " + post.url;
   if (rc != CURLE_OK) {
     std::string reason = error[0] != '\0' ? error : curl_easy_strerror(rc);
     if (IsPermanentCurlError(rc)) return Status::InvalidArgument(what + ": " + reason);

@@ -27,6 +27,7 @@ constexpr Setting kSettings[] = {
     {"--api-key", "TRAINWATCH_API_KEY", "api_key", "key clients must send; required off loopback"},
     {"--allowed-hosts", "TRAINWATCH_ALLOWED_HOSTS", "allowed_hosts", "comma-separated names clients reach this server by, besides IP addresses, localhost and this machine's name (\"*.example.com\" for a domain, \"*\" for any); other Host headers get a 403 (DNS rebinding)"},
     {"--cors-origins", "TRAINWATCH_CORS_ORIGINS", "cors_origins", "comma-separated origins (https://app.example) whose pages may call the API; other pages cannot change anything"},
+    {"--secret-patterns", "TRAINWATCH_SECRET_PATTERNS", "secret_patterns", "comma-separated config/tag key patterns whose values are masked before they are stored, besides password, passwd, secret, token, api_key, apikey, access_key, private_key, credential(s), auth"},
     {"--http-threads", "TRAINWATCH_HTTP_THREADS", "http_threads", "HTTP I/O threads (default 2)"},
     {"--max-body-bytes", "TRAINWATCH_MAX_BODY_BYTES", "max_body_bytes", "largest request body (default 64 MiB)"},
     {"--max-image-bytes", "TRAINWATCH_MAX_IMAGE_BYTES", "max_image_bytes", "largest encoded image (default 16 MiB); larger ones are refused, the rest of their batch is kept. An image must also fit in a request (--max-body-bytes)"},
@@ -66,8 +67,10 @@ Status Apply(ServerConfig* c, const std::string& key, const std::string& value, 
     }
   } else if (key == "api_key") {
     c->api_key = value;
-  } else if (key == "allowed_hosts" || key == "cors_origins") {
-    std::vector<std::string>& list = key == "allowed_hosts" ? c->allowed_hosts : c->cors_origins;
+  } else if (key == "allowed_hosts" || key == "cors_origins" || key == "secret_patterns") {
+    std::vector<std::string>& list = key == "allowed_hosts" ? c->allowed_hosts
+                                     : key == "cors_origins" ? c->cors_origins
+                                                             : c->secret_patterns;
     list.clear();
     for (size_t start = 0; start <= value.size();) {
       size_t comma = std::min(value.find(',', start), value.size());

@@ -37,6 +37,8 @@ struct ServerConfig {
   // localhost and this machine's name ("*" any), and origins allowed to call the API from a page.
   std::vector<std::string> allowed_hosts;
   std::vector<std::string> cors_origins;
+  // Key patterns masked in configs and tags besides SecretMasker's defaults.
+  std::vector<std::string> secret_patterns;
   ingest::IngestLimits limits;
   uint64_t checkpoint_log_bytes = 512ull << 20;
   double checkpoint_interval_seconds = 300;

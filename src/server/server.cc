@@ -178,6 +178,9 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   TW_ASSIGN_OR_RETURN(p->engine, storage::Engine::Open(engine_options, std::move(wal), std::move(store),
                                                        p->clock, log, p->metrics));
   p->ingestor = std::make_unique<ingest::Ingestor>(*p->engine, p->clock, config.limits, p->metrics);
+  std::vector<std::string> secret_patterns = SecretMasker::DefaultPatterns();
+  secret_patterns.insert(secret_patterns.end(), config.secret_patterns.begin(), config.secret_patterns.end());
+  p->ingestor->SetSecretMasker(SecretMasker(secret_patterns));
   storage::RetentionOptions retention_options;
   retention_options.max_age_seconds = config.retention_max_age;
   retention_options.disk_threshold_percent = config.disk_guard_percent;

@@ -267,3 +267,56 @@ def test_the_accept_loop_pauses_when_descriptors_run_out(server):
         for s in flood:
             s.close()
     assert server.alive()
+
+
+# -- secrets ----------------------------------------------------------------------------------------
+
+SECRETS = {"password": "hunter2-pw", "OPENAI_API_KEY": "sk-live-4242", "db": {"apiKey": "AKIA-77"},
+           "hf_token": "hf_abcdef"}
+
+
+def test_secrets_in_a_config_are_masked_before_they_are_stored(server):
+    config = dict(SECRETS, lr=0.001, max_tokens=512, tokenizer="bpe")
+    server.write_ok([{"run": "s", "step": 0, "config": config, "tags": ["token=tag-secret-9", "baseline"],
+                      "metrics": {"loss": 1.0}}])
+    run = server.get_json("/api/v1/run", {"run": "s"})
+    assert run["config"]["password"] == "***" and run["config"]["db"]["apiKey"] == "***", run["config"]
+    assert run["config"]["max_tokens"] == 512 and run["config"]["tokenizer"] == "bpe", run["config"]
+    assert sorted(run["tags"]) == ["baseline", "token=***"], run["tags"]
+    # The value cannot be probed through a config filter either.
+    assert server.get_json("/api/v1/runs", {"config.password": "hunter2-pw"})["runs"] == []
+    # Nowhere: answers, export, the server's log; after a restart (replayed from the log) too.
+    server.restart()
+    seen = (server.get("/api/v1/run", {"run": "s"}).text + server.get("/api/v1/runs").text +
+            server.get("/api/v1/export", {"run": "s"}).text + server.stderr_text(0) + server.stderr_text())
+    for value in ("hunter2-pw", "sk-live-4242", "AKIA-77", "hf_abcdef", "tag-secret-9"):
+        assert value not in seen, value
+
+
+def test_the_server_masks_configured_patterns_too(server_factory):
+    server = server_factory("--secret-patterns", "seed_phrase,pin")
+    server.write_ok([{"run": "p", "step": 0, "config": {"wallet_seed_phrase": "correct horse", "card_pin": 1234,
+                                                        "pinned": "yes"}, "metrics": {"x": 1}}])
+    config = server.get_json("/api/v1/run", {"run": "p"})["config"]
+    assert config == {"wallet_seed_phrase": "***", "card_pin": "***", "pinned": "yes"}, config
+
+
+def test_a_failed_slack_delivery_never_logs_the_webhook_token(server_factory, tmp_path):
+    from receivers import HttpReceiver
+    slack = HttpReceiver("slack").start()
+    try:
+        slack.fail(500)
+        path = tmp_path / "alerting.yml"
+        path.write_text("receivers:\n  - name: chat\n    slack: {url: \"%s/services/T000/B000/TOKEN-S3CR3T\"}\n"
+                        "routes:\n  - {receiver: chat}\n" % slack.url)
+        server = server_factory("--alerting", str(path))
+        server.write_ok([{"run": "r", "step": s, "metrics": {"loss": 1.0}} for s in range(5)] +
+                        [{"run": "r", "step": 5, "metrics": {"loss": float("nan")}}])
+        slack.wait_for(lambda r: r.answered == 500, timeout=60, what="a failed delivery")
+        # The failure is logged once the outbox has the answer; wait for that line, then read it all.
+        server.wait_log("notification failed")
+        log = server.stderr_text()
+        assert "TOKEN-S3CR3T" not in log and "/services/" not in log, log
+        assert "127.0.0.1" in log  # the host is still named
+    finally:
+        slack.stop()

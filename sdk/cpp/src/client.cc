@@ -45,8 +45,8 @@ std::unique_ptr<Run> Client::StartRun(const RunOptions& options) {
   v1::RunMetadata* meta = batch.mutable_metadata();
   if (!options.name.empty()) meta->set_name(options.name);
   if (!options.group.empty()) meta->set_group(options.group);
-  for (const std::string& tag : options.tags) meta->add_tags(tag);
-  if (!options.config_json.empty()) meta->set_config_json(options.config_json);
+  for (const std::string& tag : options.tags) meta->add_tags(core_->masker().MaskTag(tag));
+  if (!options.config_json.empty()) meta->set_config_json(core_->masker().MaskJsonText(options.config_json));
   meta->set_status("running");
   if (!options.resume) meta->set_start_time(sdk::UnixNow());
   meta->set_host(HostName());
@@ -177,13 +177,13 @@ void Run::LogText(int64_t step, std::string_view name, std::string_view text, do
 
 void Run::SetConfig(std::string_view config_json) {
   v1::RunBatch batch = BatchFor(*state_);
-  batch.mutable_metadata()->set_config_json(std::string(config_json));
+  batch.mutable_metadata()->set_config_json(core_->masker().MaskJsonText(std::string(config_json)));
   core_->AddRunBatch(std::move(batch), false);
 }
 
 void Run::SetTags(std::vector<std::string> tags, bool replace) {
   v1::RunBatch batch = BatchFor(*state_);
-  for (std::string& tag : tags) batch.mutable_metadata()->add_tags(std::move(tag));
+  for (std::string& tag : tags) batch.mutable_metadata()->add_tags(core_->masker().MaskTag(tag));
   batch.mutable_metadata()->set_replace_tags(replace);
   core_->AddRunBatch(std::move(batch), false);
 }

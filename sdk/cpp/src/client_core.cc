@@ -35,8 +35,19 @@ double MonotonicNow() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+namespace {
+
+SecretMasker MaskerFor(const ClientOptions& options) {
+  std::vector<std::string> patterns = SecretMasker::DefaultPatterns();
+  patterns.insert(patterns.end(), options.secret_patterns.begin(), options.secret_patterns.end());
+  return SecretMasker(patterns);
+}
+
+}  // namespace
+
 ClientCore::ClientCore(ClientOptions options, std::string writer_id)
     : options_(std::move(options)),
+      masker_(MaskerFor(options_)),
       writer_id_(std::move(writer_id)),
       queue_(options_.buffer_records),
       rng_(std::random_device{}()) {}

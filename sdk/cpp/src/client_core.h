@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "batch_builder.h"
+#include "common/secrets.h"
 #include "connection.h"
 #include "mpmc_queue.h"
 #include "outbox.h"
@@ -51,6 +52,7 @@ class ClientCore {
   ClientCore& operator=(const ClientCore&) = delete;
 
   const ClientOptions& options() const { return options_; }
+  const SecretMasker& masker() const { return masker_; }
   bool closed() const { return closed_.load(std::memory_order_relaxed); }
 
   // The hot path: queues a record, applying the overflow policy when the buffer is full.
@@ -89,6 +91,7 @@ class ClientCore {
   double NextBackoff();
 
   const ClientOptions options_;
+  const SecretMasker masker_;
   const std::string writer_id_;
   std::unique_ptr<Spool> spool_;
   std::unique_ptr<Outbox> outbox_;

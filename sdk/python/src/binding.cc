@@ -213,6 +213,7 @@ void BindOptions(py::module_& m) {
       .def_readwrite("server", &ClientOptions::server)
       .def_readwrite("grpc_target", &ClientOptions::grpc_target)
       .def_readwrite("api_key", &ClientOptions::api_key)
+      .def_readwrite("secret_patterns", &ClientOptions::secret_patterns)
       .def_readwrite("mode", &ClientOptions::mode)
       .def_readwrite("transport", &ClientOptions::transport)
       .def_readwrite("spool_dir", &ClientOptions::spool_dir)

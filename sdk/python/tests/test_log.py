@@ -280,3 +280,18 @@ def test_atexit_finishes_open_runs(server):
                              capture_output=True, text=True, env=os.environ, timeout=60)
         assert server.run_info("p", run_id)["status"] == status, out.stderr
         assert server.points("p", run_id, "x")[0][2] == 1.0
+
+
+def test_secrets_in_the_config_never_leave_the_process(server):
+    # `seed_phrase` is not a server pattern: finding it masked proves the SDK masked it itself.
+    config = {"lr": 3e-4, "wandb_api_key": "sk-local-99", "seed_phrase": "correct horse", "max_tokens": 64}
+    run = tw.init(project="p", id="secrets", server=server.url, config=config, tags=["token=t-42"],
+                  secret_patterns=["seed_phrase"], **FAST)
+    assert run.config["wandb_api_key"] == "sk-local-99"  # the training process keeps its own values
+    run.config.update({"db_password": "pw-77"})
+    run.log({"loss": 1.0})
+    run.finish()
+    stored = server.run_info("p", "secrets")
+    assert stored["config"] == {"lr": 3e-4, "wandb_api_key": "***", "seed_phrase": "***", "max_tokens": 64,
+                                "db_password": "***"}, stored["config"]
+    assert stored["tags"] == ["token=***"], stored["tags"]

@@ -23,7 +23,7 @@ OVERFLOW = {"drop_oldest": _trainwatch.OverflowPolicy.DROP_OLDEST,
 CLIENT_FIELDS = ("grpc_target", "transport", "spool_max_bytes", "memory_max_bytes",
                  "buffer_records", "overflow", "batch_max_points", "batch_max_bytes", "batch_max_delay_seconds",
                  "heartbeat_interval_seconds", "backoff_initial_seconds", "backoff_max_seconds",
-                 "ack_timeout_seconds", "flush_timeout_seconds")
+                 "ack_timeout_seconds", "flush_timeout_seconds", "secret_patterns")
 RUN_FIELDS = ("nvml_library",)
 
 DEFAULT_SYSTEM_METRICS_INTERVAL = 1.0
@@ -60,6 +60,8 @@ def client_options(server=None, api_key=None, mode=None, spool_dir=None, **optio
             value = _choice(TRANSPORTS, value, "transport")
         elif key == "overflow":
             value = _choice(OVERFLOW, value, "overflow")
+        elif key == "secret_patterns":
+            value = [str(p) for p in value]
         setattr(o, key, value)
     return o
 

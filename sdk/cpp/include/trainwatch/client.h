@@ -67,6 +67,9 @@ struct ClientOptions {
   // gRPC target ("host:port"); empty: the address the server advertises, on the server's host.
   std::string grpc_target;
   std::string api_key;  // sent as `Authorization: Bearer <key>`
+  // Config and tag keys whose values are masked ("***") before they leave the process, besides
+  // password, passwd, secret, token, api_key, apikey, access_key, private_key, credential(s), auth.
+  std::vector<std::string> secret_patterns;
   Mode mode = Mode::kOnline;
   Transport transport = Transport::kAuto;
 
