@@ -14,6 +14,7 @@
 #include "detect_command.h"
 #include "export_command.h"
 #include "import_command.h"
+#include "keys_command.h"
 #include "server/config.h"
 #include "server/server.h"
 #include "server/version.h"
@@ -31,6 +32,7 @@ constexpr const char* kUsage =
     "  import    import TensorBoard event files (import --help)\n"
     "  watch     tail TensorBoard event files into the server as they are written (watch --help)\n"
     "  export    write a run as a TensorBoard event file (export --help)\n"
+    "  keys      create, list and revoke API keys (keys --help)\n"
     "  version   print the version\n";
 
 int Serve(const std::vector<std::string>& args) {
@@ -145,6 +147,7 @@ int main(int argc, char** argv) {
   if (command == "import") return trainwatch::tools::ImportCommand(args);
   if (command == "watch") return trainwatch::tools::WatchCommand(args);
   if (command == "export") return trainwatch::tools::ExportCommand(args);
+  if (command == "keys") return trainwatch::tools::KeysCommand(args);
   if (command == "help" || command == "--help" || command == "-h") {
     std::fputs(kUsage, stdout);
     return 0;

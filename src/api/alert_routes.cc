@@ -125,29 +125,41 @@ void RegisterAlertRoutes(HttpServer& server, ApiContext& ctx) {
   server.Route("GET", "/api/v1/alerts", [&alerts](HttpRequest&& req, Responder respond) {
     HandleList(alerts, std::move(req), std::move(respond));
   });
-  server.Route("POST", "/api/v1/alerts/ack", [&alerts](HttpRequest&& req, Responder respond) {
-    HandleAck(alerts, std::move(req), std::move(respond));
-  });
+  // Acknowledging, silencing and reloading rules change what everyone is told: admin keys only.
+  const RouteOptions admin{.scope = auth::Scope::kAdmin};
+  server.Route(
+      "POST", "/api/v1/alerts/ack",
+      [&alerts](HttpRequest&& req, Responder respond) { HandleAck(alerts, std::move(req), std::move(respond)); },
+      admin);
   server.Route("GET", "/api/v1/silences", [&alerts](HttpRequest&& req, Responder respond) {
     nlohmann::json list = nlohmann::json::array();
     for (const alerting::Silence& s : alerts.Silences(req.Param("all") == "1")) list.push_back(s.ToJson());
     respond(JsonOf({{"silences", std::move(list)}}));
   });
-  server.Route("POST", "/api/v1/silences", [&alerts, &ctx](HttpRequest&& req, Responder respond) {
-    HandleAddSilence(alerts, ctx.clock, std::move(req), std::move(respond));
-  });
-  server.Route("POST", "/api/v1/silences/expire", [&alerts](HttpRequest&& req, Responder respond) {
-    HandleExpireSilence(alerts, std::move(req), std::move(respond));
-  });
+  server.Route(
+      "POST", "/api/v1/silences",
+      [&alerts, &ctx](HttpRequest&& req, Responder respond) {
+        HandleAddSilence(alerts, ctx.clock, std::move(req), std::move(respond));
+      },
+      admin);
+  server.Route(
+      "POST", "/api/v1/silences/expire",
+      [&alerts](HttpRequest&& req, Responder respond) {
+        HandleExpireSilence(alerts, std::move(req), std::move(respond));
+      },
+      admin);
   server.Route("GET", "/api/v1/rules", [&alerts](HttpRequest&&, Responder respond) {
     respond(JsonOf(alerts.rules()->ToJson()));
   });
-  server.Route("POST", "/api/v1/rules/reload", [&ctx](HttpRequest&&, Responder respond) {
-    if (!ctx.reload_rules) return respond(HttpResponse::Error(404, "no rule file is configured (--alerting FILE)"));
-    Result<std::string> summary = ctx.reload_rules();
-    if (!summary.ok()) return respond(HttpResponse::Error(400, summary.status().message()));
-    respond(JsonOf({{"reloaded", true}, {"summary", *summary}}));
-  });
+  server.Route(
+      "POST", "/api/v1/rules/reload",
+      [&ctx](HttpRequest&&, Responder respond) {
+        if (!ctx.reload_rules) return respond(HttpResponse::Error(404, "no rule file is configured (--alerting FILE)"));
+        Result<std::string> summary = ctx.reload_rules();
+        if (!summary.ok()) return respond(HttpResponse::Error(400, summary.status().message()));
+        respond(JsonOf({{"reloaded", true}, {"summary", *summary}}));
+      },
+      admin);
 }
 
 }  // namespace trainwatch::api

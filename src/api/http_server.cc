@@ -161,8 +161,12 @@ class HttpServer::Impl {
   // Requests the fallback serves without a key: GET/HEAD of a path outside /api with no route.
   bool ForFallback(const std::string& method, const std::string& path) const;
   // The answer that refuses this request before its body is read, if any: a foreign Host or
-  // Origin, a missing key, a body type the route does not take.
-  std::optional<HttpResponse> Refusal(const Head& head) const;
+  // Origin, a missing key or one without the route's scope or project, a body type the route
+  // does not take. Otherwise *who is the request's principal.
+  std::optional<HttpResponse> Refusal(const Head& head, auth::Principal* who) const;
+  // The key's refusal, or none; *who the principal it authenticates as.
+  std::optional<HttpResponse> KeyRefusal(const Head& head, auth::Principal* who) const;
+  const RouteOptions& OptionsOf(const std::string& method, const std::string& path) const;
   bool HostAllowed(std::string_view host_header) const;
   bool OriginAllowed(const Head& head) const;
   bool CorsOrigin(std::string_view origin) const;
@@ -189,7 +193,7 @@ class HttpServer::Impl {
   net::steady_timer accept_timer_;
   std::vector<std::thread> threads_;
   std::map<RouteKey, HttpHandler> routes_;
-  std::map<RouteKey, std::vector<std::string>> body_types_;
+  std::map<RouteKey, RouteOptions> route_options_;
   std::map<RouteKey, HttpHandler> prefix_routes_;  // RouteKey::path is the prefix
   std::map<std::string, WebSocketHandler> websockets_;
   HttpHandler fallback_;  // may be empty
@@ -230,9 +234,10 @@ struct HttpServer::Impl::Slot {
 class HttpServer::Impl::WsSession : public WebSocketPeer,
                                     public std::enable_shared_from_this<WsSession> {
  public:
-  WsSession(Impl& server, tcp::socket&& socket, std::shared_ptr<Slot> slot, const WebSocketHandler& handler)
+  WsSession(Impl& server, tcp::socket&& socket, std::shared_ptr<Slot> slot, const WebSocketHandler& handler,
+            auth::Principal principal)
       : server_(server), ws_(std::move(socket)), slot_(std::move(slot)), handler_(handler),
-        id_(server.next_peer_id_++) {}
+        id_(server.next_peer_id_++), principal_(std::move(principal)) {}
   void Run(http::request<http::string_body> req) {
     ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
     ws_.read_message_max(1 << 20);
@@ -258,6 +263,7 @@ class HttpServer::Impl::WsSession : public WebSocketPeer,
   }
 
   uint64_t id() const override { return id_; }
+  const auth::Principal& principal() const override { return principal_; }
 
  private:
   void OnAccept(beast::error_code ec) {
@@ -316,6 +322,7 @@ class HttpServer::Impl::WsSession : public WebSocketPeer,
   std::shared_ptr<Slot> slot_;
   const WebSocketHandler& handler_;
   const uint64_t id_;
+  const auth::Principal principal_;
   beast::flat_buffer buffer_;
   std::deque<std::string> queue_;  // only touched on the strand
   size_t queued_bytes_ = 0;
@@ -378,7 +385,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
     head_ = header.method() == http::verb::head;
     version_ = header.version();
     if (server_.CorsOrigin(request_head_.origin)) cors_origin_ = request_head_.origin;
-    if (auto refusal = server_.Refusal(request_head_)) {
+    if (auto refusal = server_.Refusal(request_head_, &principal_)) {
       RespondAndClose(std::move(*refusal));
       return;
     }
@@ -434,7 +441,8 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
         return;
       }
       stream_.expires_never();
-      std::make_shared<WsSession>(server_, stream_.release_socket(), std::move(slot_), it->second)
+      std::make_shared<WsSession>(server_, stream_.release_socket(), std::move(slot_), it->second,
+                                  std::move(principal_))
           ->Run(std::move(req));
       return;
     }
@@ -445,6 +453,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
     for (const auto& field : req) request.headers[ToLowerAscii(std::string_view(field.name_string().data(), field.name_string().size()))] = std::string(field.value());
     request.body = std::move(req.body());
     request.remote = slot_->address;
+    request.principal = std::move(principal_);
     started_ = std::chrono::steady_clock::now();
     stream_.expires_never();  // the handler may take a while (durable ack); no read is pending
     server_.Dispatch(std::move(request), [self = shared_from_this()](HttpResponse response) {
@@ -516,6 +525,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   Head request_head_;
+  auth::Principal principal_;
   std::string cors_origin_;  // the request's Origin when it is one of cors_origins
   bool keep_alive_ = false;
   bool head_ = false;  // the request being answered is a HEAD
@@ -731,7 +741,46 @@ bool HttpServer::Impl::OriginAllowed(const Head& head) const {
   return !head.host.empty() && EqualsIgnoreCase(origin.substr(scheme_end + 3), head.host);
 }
 
-std::optional<HttpResponse> HttpServer::Impl::Refusal(const Head& head) const {
+const RouteOptions& HttpServer::Impl::OptionsOf(const std::string& method, const std::string& path) const {
+  static const RouteOptions kDefaults;
+  auto it = route_options_.find(RouteKey{method, path});
+  return it != route_options_.end() ? it->second : kDefaults;
+}
+
+std::optional<HttpResponse> HttpServer::Impl::KeyRefusal(const Head& head, auth::Principal* who) const {
+  *who = auth::Principal{};
+  const std::string& path = head.target.path;
+  if (!options_.keys || !options_.keys->enabled()) return std::nullopt;
+  if (path == "/healthz" || head.method == "OPTIONS" || (!head.upgrade && ForFallback(head.method, path))) {
+    return std::nullopt;  // data-free answers
+  }
+  std::string_view sent;
+  if (head.authorization.starts_with("Bearer ")) sent = std::string_view(head.authorization).substr(7);
+  auto key_param = head.target.query.find("key");
+  if (sent.empty() && key_param != head.target.query.end()) sent = key_param->second;
+  Result<auth::Principal> principal = options_.keys->Authenticate(sent);
+  if (!principal.ok()) return HttpResponse::Error(401, principal.status().message());
+  *who = std::move(*principal);
+  const RouteOptions& route = OptionsOf(head.method, path);
+  const auth::Scope needed = route.scope.value_or(ChangesState(head.method) ? auth::Scope::kWrite : auth::Scope::kRead);
+  if (!who->Allows(needed)) {
+    return HttpResponse::Error(403, "key '" + who->key_name + "' has scope " + std::string(auth::ScopeName(who->scope)) +
+                                        "; " + head.method + " " + path + " needs " +
+                                        std::string(auth::ScopeName(needed)));
+  }
+  // WebSocket subscriptions name their projects in messages (the live hub checks them).
+  if (!who->projects.empty() && !route.projects_in_body && !head.upgrade) {
+    auto project = head.target.query.find("project");
+    const std::string named = project == head.target.query.end() ? "default" : project->second;
+    if (!who->SeesProject(named)) {
+      return HttpResponse::Error(403, "key '" + who->key_name + "' does not see project '" + named +
+                                          "' (a project-bound key names its project: project=...)");
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<HttpResponse> HttpServer::Impl::Refusal(const Head& head, auth::Principal* who) const {
   if (!HostAllowed(head.host)) {
     return HttpResponse::Error(403, "host '" + HostOfHeader(head.host) +
                                         "' is not a name of this server; add it to --allowed-hosts "
@@ -742,28 +791,17 @@ std::optional<HttpResponse> HttpServer::Impl::Refusal(const Head& head) const {
                                         " may not change anything here (add the origin to --cors-origins "
                                         "to allow it)");
   }
-  const std::string& path = head.target.path;
-  bool needs_key = !options_.api_key.empty() && path != "/healthz" && head.method != "OPTIONS" &&
-                   (head.upgrade || !ForFallback(head.method, path));
-  if (needs_key) {
-    std::string_view sent;
-    if (head.authorization.starts_with("Bearer ")) sent = std::string_view(head.authorization).substr(7);
-    auto key_param = head.target.query.find("key");
-    if (sent.empty() && key_param != head.target.query.end()) sent = key_param->second;
-    if (!ConstantTimeEquals(sent, options_.api_key)) {
-      return HttpResponse::Error(401, "missing or wrong API key (Authorization: Bearer <key>)");
-    }
-  }
+  if (auto refusal = KeyRefusal(head, who)) return refusal;
   if (ChangesState(head.method) && head.has_body && !head.upgrade) {
-    auto it = body_types_.find(RouteKey{head.method, path});
     static const std::vector<std::string> kJson = {"application/json"};
-    const std::vector<std::string>& accepted = it != body_types_.end() ? it->second : kJson;
+    const RouteOptions& route = OptionsOf(head.method, head.target.path);
+    const std::vector<std::string>& accepted = route.body_types.empty() ? kJson : route.body_types;
     std::string type = MediaType(head.content_type);
     if (std::find(accepted.begin(), accepted.end(), type) == accepted.end()) {
       std::string list;
       for (const std::string& t : accepted) list += (list.empty() ? "" : ", ") + t;
-      return HttpResponse::Error(415, head.method + " " + path + " takes Content-Type " + list + ", not '" +
-                                          (type.empty() ? "(none)" : type) + "'");
+      return HttpResponse::Error(415, head.method + " " + head.target.path + " takes Content-Type " + list +
+                                          ", not '" + (type.empty() ? "(none)" : type) + "'");
     }
   }
   return std::nullopt;
@@ -814,9 +852,9 @@ HttpServer::HttpServer(HttpServerOptions options, Logger& logger, MetricsRegistr
 HttpServer::~HttpServer() { Stop(); }
 
 void HttpServer::Route(const std::string& method, const std::string& path, HttpHandler handler,
-                       std::vector<std::string> body_types) {
+                       RouteOptions options) {
   impl_->routes_[Impl::RouteKey{method, path}] = std::move(handler);
-  if (!body_types.empty()) impl_->body_types_[Impl::RouteKey{method, path}] = std::move(body_types);
+  impl_->route_options_[Impl::RouteKey{method, path}] = std::move(options);
 }
 
 void HttpServer::RoutePrefix(const std::string& method, const std::string& prefix, HttpHandler handler) {

@@ -12,10 +12,12 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "auth/key_store.h"
 #include "common/logging.h"
 #include "common/metrics_registry.h"
 #include "common/status.h"
@@ -29,6 +31,9 @@ struct HttpRequest {
   std::map<std::string, std::string> headers;     // lower-case names
   std::string body;
   std::string remote;
+  // Whose key the request carried (scope and projects checked against the route already); an
+  // admin without a name when the server has no keys.
+  auth::Principal principal;
 
   // The first value of a query parameter, or `fallback`.
   std::string Param(const std::string& name, const std::string& fallback = "") const;
@@ -60,6 +65,8 @@ class WebSocketPeer {
   virtual void Send(std::string text) = 0;
   virtual void Close() = 0;
   virtual uint64_t id() const = 0;
+  // Whose key opened the connection.
+  virtual const auth::Principal& principal() const = 0;
 };
 
 struct WebSocketHandler {
@@ -84,10 +91,11 @@ struct HttpServerOptions {
   int header_timeout_seconds = 10;
   int read_timeout_seconds = 60;
   size_t max_websocket_queue_bytes = 16 << 20;
-  // When set, every request but GET /healthz and those the fallback serves must carry
-  // `Authorization: Bearer <api_key>` (browsers' WebSockets may pass it as the `key` query parameter
-  // instead). Checked on the request header, before any body byte is read or `100 Continue` sent.
-  std::string api_key;
+  // When it holds any key, every request but GET /healthz and those the fallback serves must carry
+  // `Authorization: Bearer <key>` (browsers' WebSockets may pass it as the `key` query parameter
+  // instead), of the route's scope, naming (`project=`) a project the key sees. Checked on the
+  // request header, before any body byte is read or `100 Continue` sent. Null: no keys.
+  const auth::KeyStore* keys = nullptr;
   // Browser protections (docs/security.md). The Host header must name this server: an IP address,
   // localhost, this machine's host name, or one of allowed_hosts ("name", "*.domain", or "*" for
   // any) — a foreign name is DNS rebinding. State-changing requests and WebSocket upgrades that
@@ -97,6 +105,19 @@ struct HttpServerOptions {
   std::vector<std::string> cors_origins;
 };
 
+// How a route takes its requests (HttpServer::Route).
+struct RouteOptions {
+  // A POST, PUT, PATCH or DELETE with a body must declare one of these as its Content-Type (none
+  // given: application/json), or is refused with a 415 before its body is read: browsers send
+  // text/plain and form types across origins unasked.
+  std::vector<std::string> body_types;
+  // The scope a key needs; default read for GET and HEAD, write for the rest.
+  std::optional<auth::Scope> scope;
+  // The handler checks the projects itself (they are in the body): the `project` parameter is
+  // not required of project-bound keys.
+  bool projects_in_body = false;
+};
+
 class HttpServer {
  public:
   HttpServer(HttpServerOptions options, Logger& logger, MetricsRegistry& metrics);
@@ -104,11 +125,9 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  // Register before Start(). A POST, PUT, PATCH or DELETE with a body must declare one of
-  // `body_types` as its Content-Type (none given: application/json), or is refused with a 415
-  // before its body is read: browsers send text/plain and form types across origins unasked.
+  // Register before Start().
   void Route(const std::string& method, const std::string& path, HttpHandler handler,
-             std::vector<std::string> body_types = {});
+             RouteOptions options = {});
   // Routes every path that starts with `prefix` (e.g. "/api/v1/blobs/") and has no exact route; the
   // handler reads the rest of req.path.
   void RoutePrefix(const std::string& method, const std::string& prefix, HttpHandler handler);

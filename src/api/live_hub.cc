@@ -38,7 +38,9 @@ WebSocketHandler LiveHub::Handler() {
 void LiveHub::OnMessage(const std::shared_ptr<WebSocketPeer>& peer, std::string_view text) {
   Result<nlohmann::json> parsed = ParseJson(text);
   auto reply_error = [&](const std::string& why) {
-    peer->Send(nlohmann::json{{"type", "error"}, {"error", why}}.dump());
+    // `why` may quote the client's bytes, which need not be UTF-8: replace them, never throw.
+    nlohmann::json reply{{"type", "error"}, {"error", why}};
+    peer->Send(reply.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   };
   if (!parsed.ok()) {
     reply_error(parsed.status().message());
@@ -63,6 +65,12 @@ void LiveHub::OnMessage(const std::shared_ptr<WebSocketPeer>& peer, std::string_
     if (sub.contains("metrics")) next.metrics = sub["metrics"].get<std::set<std::string>>();
   } catch (const nlohmann::json::exception&) {
     reply_error("subscribe: project must be a string, runs and metrics arrays of strings");
+    return;
+  }
+  const auth::Principal& who = peer->principal();
+  if (!who.projects.empty() && (next.all_projects || !who.SeesProject(next.project))) {
+    reply_error("key '" + who.key_name + "' does not see " +
+                (next.all_projects ? std::string("every project: subscribe to one") : "project '" + next.project + "'"));
     return;
   }
   {

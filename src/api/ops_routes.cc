@@ -20,7 +20,8 @@ void RegisterOpsRoutes(HttpServer& server, ApiContext& ctx) {
     AppendString(&body, ctx.server.version);
     body += ",\"grpc\":";
     AppendString(&body, ctx.server.grpc_address);
-    body += ctx.server.api_key_required ? ",\"api_key_required\":true}\n" : ",\"api_key_required\":false}\n";
+    const bool keyed = ctx.keys && ctx.keys->enabled();
+    body += keyed ? ",\"api_key_required\":true}\n" : ",\"api_key_required\":false}\n";
     respond(HttpResponse::Json(200, std::move(body)));
   });
 }

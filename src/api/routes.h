@@ -17,7 +17,6 @@ namespace trainwatch::api {
 struct ServerInfo {
   std::string version;
   std::string grpc_address;  // host:port of the gRPC ingest: the host as configured, the bound port
-  bool api_key_required = false;
 };
 
 // Everything the handlers use; must outlive the server.
@@ -31,6 +30,7 @@ struct ApiContext {
   alerting::AlertManager* alerts = nullptr;  // null: alert routes are not registered
   // Re-reads the rule file and applies it; the error names file and line. Null without a file.
   std::function<Result<std::string>()> reload_rules;
+  auth::KeyStore* keys = nullptr;  // null: key routes are not registered
 };
 
 void RegisterWriteRoutes(HttpServer& server, ApiContext& ctx);  // write_routes.cc
@@ -39,6 +39,7 @@ void RegisterRunDataRoutes(HttpServer& server, ApiContext& ctx);  // run_data_ro
 void RegisterMediaRoutes(HttpServer& server, ApiContext& ctx);  // media_routes.cc
 void RegisterOpsRoutes(HttpServer& server, ApiContext& ctx);    // ops_routes.cc
 void RegisterAlertRoutes(HttpServer& server, ApiContext& ctx);  // alert_routes.cc
+void RegisterKeyRoutes(HttpServer& server, ApiContext& ctx);    // key_routes.cc
 
 inline void RegisterRoutes(HttpServer& server, ApiContext& ctx) {
   RegisterWriteRoutes(server, ctx);
@@ -47,6 +48,7 @@ inline void RegisterRoutes(HttpServer& server, ApiContext& ctx) {
   RegisterMediaRoutes(server, ctx);
   RegisterOpsRoutes(server, ctx);
   RegisterAlertRoutes(server, ctx);
+  RegisterKeyRoutes(server, ctx);
   server.WebSocket("/api/v1/live", ctx.live.Handler());
 }
 

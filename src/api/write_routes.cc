@@ -42,10 +42,10 @@ void HandleWrite(ApiContext& ctx, HttpRequest&& req, Responder respond) {
       respond(HttpResponse::Error(400, "body is not a valid trainwatch.v1.WriteRequest protobuf"));
       return;
     }
-    ctx.ingestor.WriteProto(std::move(request), std::move(done));
+    ctx.ingestor.WriteProto(std::move(request), std::move(done), req.principal.projects);
     return;
   }
-  ctx.ingestor.WriteJsonLines(req.body, std::move(done));
+  ctx.ingestor.WriteJsonLines(req.body, std::move(done), req.principal.projects);
 }
 
 // Builds a metadata-only write from the JSON body of /api/v1/runs/update.
@@ -168,6 +168,8 @@ int HttpStatusOf(const Status& status) {
     case StatusCode::kAlreadyExists: return 409;
     case StatusCode::kResourceExhausted: return 507;
     case StatusCode::kUnavailable: return 503;
+    case StatusCode::kUnauthenticated: return 401;
+    case StatusCode::kPermissionDenied: return 403;
     default: return 500;
   }
 }
@@ -176,8 +178,9 @@ void RegisterWriteRoutes(HttpServer& server, ApiContext& ctx) {
   server.Route(
       "POST", "/api/v1/write",
       [&ctx](HttpRequest&& req, Responder respond) { HandleWrite(ctx, std::move(req), std::move(respond)); },
-      {"application/x-ndjson", "application/jsonl", "application/json", "application/x-protobuf",
-       "application/protobuf"});
+      RouteOptions{.body_types = {"application/x-ndjson", "application/jsonl", "application/json",
+                                  "application/x-protobuf", "application/protobuf"},
+                   .projects_in_body = true});
   server.Route("POST", "/api/v1/runs/update", [&ctx](HttpRequest&& req, Responder respond) {
     HandleRunUpdate(ctx, std::move(req), std::move(respond));
   });

@@ -24,6 +24,8 @@ enum class StatusCode {
   kIoError,
   kUnavailable,        // shutting down or temporarily unable; retry later
   kInternal,
+  kUnauthenticated,   // no valid credentials (HTTP 401)
+  kPermissionDenied,  // valid credentials, not allowed to do this (HTTP 403)
 };
 
 std::string_view StatusCodeName(StatusCode code);
@@ -46,6 +48,8 @@ class [[nodiscard]] Status {
   static Status IoErrorFromErrno(std::string_view what, int err);
   static Status Unavailable(std::string msg) { return {StatusCode::kUnavailable, std::move(msg)}; }
   static Status Internal(std::string msg) { return {StatusCode::kInternal, std::move(msg)}; }
+  static Status Unauthenticated(std::string msg) { return {StatusCode::kUnauthenticated, std::move(msg)}; }
+  static Status PermissionDenied(std::string msg) { return {StatusCode::kPermissionDenied, std::move(msg)}; }
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }

@@ -27,12 +27,20 @@ v1::WriteAck MakeAck(const v1::WriteRequest& request, const IngestResult& result
 
 grpc::Status IngestService::Write(grpc::ServerContext* context,
                                   grpc::ServerReaderWriter<v1::WriteAck, v1::WriteRequest>* stream) {
-  if (!api_key_.empty()) {
+  auth::Principal writer;
+  if (keys_ && keys_->enabled()) {
     auto it = context->client_metadata().find("authorization");
-    if (it == context->client_metadata().end() ||
-        std::string_view(it->second.data(), it->second.size()) != "Bearer " + api_key_) {
-      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing or wrong API key");
+    std::string_view sent;
+    if (it != context->client_metadata().end()) sent = std::string_view(it->second.data(), it->second.size());
+    if (!sent.starts_with("Bearer ")) return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing API key");
+    Result<auth::Principal> principal = keys_->Authenticate(sent.substr(7));
+    if (!principal.ok()) return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, principal.status().message());
+    if (!principal->Allows(auth::Scope::kWrite)) {
+      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                          "key '" + principal->key_name + "' has scope " +
+                              std::string(auth::ScopeName(principal->scope)) + "; writing needs write");
     }
+    writer = std::move(*principal);
   }
   {
     std::lock_guard lock(streams_mu_);
@@ -92,10 +100,13 @@ grpc::Status IngestService::Write(grpc::ServerContext* context,
     header.set_writer_id(request.writer_id());
     header.set_sequence(request.sequence());
     auto refused = std::make_shared<std::atomic<bool>>(false);
-    ingestor_.WriteProto(std::move(request), [promise, header, refused](IngestResult result) {
-      refused->store(!result.status.ok());
-      promise->set_value(MakeAck(header, result));
-    });
+    ingestor_.WriteProto(
+        std::move(request),
+        [promise, header, refused](IngestResult result) {
+          refused->store(!result.status.ok());
+          promise->set_value(MakeAck(header, result));
+        },
+        writer.projects);
     request.Clear();
     // A refusal decided at once (shutdown, full disk) ends the stream: applying a later batch of
     // this writer would make the refused one look like a duplicate when it is resent. Refusals that

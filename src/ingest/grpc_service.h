@@ -9,6 +9,7 @@
 
 #include "ingest/ingestor.h"
 #include "trainwatch/v1/ingest.grpc.pb.h"
+#include "auth/key_store.h"
 
 namespace trainwatch::ingest {
 
@@ -16,9 +17,9 @@ class IngestService final : public v1::Ingest::Service {
  public:
   static constexpr size_t kMaxInFlight = 64;
 
-  // A non-empty api_key must arrive as `authorization: Bearer <key>` metadata.
-  IngestService(Ingestor& ingestor, std::string api_key)
-      : ingestor_(ingestor), api_key_(std::move(api_key)) {}
+  // When `keys` holds any key, a key of write scope must arrive as `authorization: Bearer <key>`
+  // metadata; a project-bound key writes only its projects. Null: no keys.
+  IngestService(Ingestor& ingestor, const auth::KeyStore* keys) : ingestor_(ingestor), keys_(keys) {}
 
   grpc::Status Write(grpc::ServerContext* context,
                      grpc::ServerReaderWriter<v1::WriteAck, v1::WriteRequest>* stream) override;
@@ -30,7 +31,7 @@ class IngestService final : public v1::Ingest::Service {
 
  private:
   Ingestor& ingestor_;
-  const std::string api_key_;
+  const auth::KeyStore* const keys_;
   std::mutex streams_mu_;
   std::set<grpc::ServerContext*> streams_;  // GUARDED_BY(streams_mu_)
   bool draining_ = false;                    // GUARDED_BY(streams_mu_)

@@ -165,24 +165,44 @@ void Ingestor::SetRefusal(Status refusal) {
   refusal_ = std::move(refusal);
 }
 
-void Ingestor::WriteJsonLines(std::string_view body, Done done) {
+void Ingestor::WriteJsonLines(std::string_view body, Done done, const std::vector<std::string>& projects) {
   ParsedLines parsed = ParseJsonLines(body, clock_.NowUnixSeconds(), limits_);
   IngestResult result;
   result.lines_accepted = parsed.lines_accepted;
   result.lines_rejected = parsed.errors.size();
   result.errors = std::move(parsed.errors);
   lines_rejected_.Add(result.lines_rejected);
+  KeepProjects(projects, &parsed.request, &result);
   MaskSecrets(&parsed.request);
   EnforceSeriesLimits(&parsed.request, &parsed.column_first_line, &result);
   Submit(std::move(parsed.request), std::move(result), std::move(done));
 }
 
-void Ingestor::WriteProto(v1::WriteRequest request, Done done) {
+void Ingestor::WriteProto(v1::WriteRequest request, Done done, const std::vector<std::string>& projects) {
   IngestResult result;
   Normalise(&request, &result);
+  KeepProjects(projects, &request, &result);
   MaskSecrets(&request);
   EnforceSeriesLimits(&request, nullptr, &result);
   Submit(std::move(request), std::move(result), std::move(done));
+}
+
+void Ingestor::KeepProjects(const std::vector<std::string>& projects, v1::WriteRequest* request,
+                            IngestResult* result) {
+  if (projects.empty()) return;
+  auto* runs = request->mutable_runs();
+  for (int i = 0; i < runs->size();) {
+    const v1::RunBatch& batch = (*runs)[i];
+    const std::string project = batch.project().empty() ? "default" : batch.project();
+    if (std::find(projects.begin(), projects.end(), project) != projects.end()) {
+      ++i;
+      continue;
+    }
+    result->errors.push_back({0, "run '" + batch.run() + "': this key may not write to project '" + project + "'"});
+    result->points_rejected += CountPoints(batch);
+    points_rejected_.Add(CountPoints(batch));
+    runs->DeleteSubrange(i, 1);
+  }
 }
 
 void Ingestor::MaskSecrets(v1::WriteRequest* request) const {

@@ -44,8 +44,10 @@ class Ingestor {
   const IngestLimits& limits() const { return limits_; }
 
   // `done` runs exactly once, possibly on another thread, possibly before this returns.
-  void WriteJsonLines(std::string_view body, Done done);
-  void WriteProto(v1::WriteRequest request, Done done);
+  // `projects`: the only projects the writer's key may write (empty: any); runs of others are
+  // refused with an error naming them, the rest of the write goes on.
+  void WriteJsonLines(std::string_view body, Done done, const std::vector<std::string>& projects = {});
+  void WriteProto(v1::WriteRequest request, Done done, const std::vector<std::string>& projects = {});
 
   // When set (by the disk guard), every write is refused with this status.
   void SetRefusal(Status refusal);
@@ -57,6 +59,7 @@ class Ingestor {
   // Drops invalid run batches and columns from `request`, recording why, and fills defaults.
   void Normalise(v1::WriteRequest* request, IngestResult* result);
   void MaskSecrets(v1::WriteRequest* request) const;
+  void KeepProjects(const std::vector<std::string>& projects, v1::WriteRequest* request, IngestResult* result);
   // Drops columns that would create more series than the limits allow.
   void EnforceSeriesLimits(v1::WriteRequest* request,
                            const std::vector<std::vector<uint64_t>>* first_lines, IngestResult* result);

@@ -224,10 +224,6 @@ Result<ServerConfig> LoadServerConfig(const std::vector<std::string>& args) {
       if (key == s.yaml) TW_RETURN_IF_ERROR(Apply(&config, key, value, std::string("flag ") + s.flag));
     }
   }
-  if (config.api_key.empty() && (!config.listen.IsLoopback() || !config.grpc_listen.IsLoopback())) {
-    return Status::InvalidArgument(
-        "refusing to listen beyond loopback without an API key: set --api-key or TRAINWATCH_API_KEY");
-  }
   return config;
 }
 

@@ -14,6 +14,7 @@
 #include "api/live_hub.h"
 #include "api/routes.h"
 #include "api/static_files.h"
+#include "auth/key_store.h"
 #include "common/clock.h"
 #include "common/file_system.h"
 #include "common/logging.h"
@@ -39,6 +40,7 @@ struct Server::Parts {
   SystemClock clock;
   MetricsRegistry metrics;
   std::unique_ptr<DataDirLock> lock;
+  std::unique_ptr<auth::KeyStore> keys;
   std::unique_ptr<storage::Engine> engine;
   std::unique_ptr<ingest::Ingestor> ingestor;
   std::unique_ptr<LivenessMonitor> liveness;
@@ -168,6 +170,13 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   const uint64_t file_limit = RaiseFileLimit(log);
 
   TW_ASSIGN_OR_RETURN(p->lock, DataDirLock::Acquire(config.data_dir));
+  TW_ASSIGN_OR_RETURN(p->keys, auth::KeyStore::Open(PosixFileSystem(), auth::KeyFilePath(config.data_dir), p->clock));
+  p->keys->SetBootstrapKey(config.api_key);
+  if (!p->keys->enabled() && (!config.listen.IsLoopback() || !config.grpc_listen.IsLoopback())) {
+    return Status::InvalidArgument(
+        "refusing to listen beyond loopback without an API key: set --api-key or TRAINWATCH_API_KEY, or "
+        "create one with `trainwatch keys create`");
+  }
   storage::wal::WalOptions wal_options;
   TW_ASSIGN_OR_RETURN(auto wal, storage::wal::WalLog::Open(PosixFileSystem(), config.data_dir + "/wal", wal_options));
   RegisterWalMetrics(*wal, p->metrics);
@@ -222,7 +231,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   });
 
   // gRPC first: /api/v1/info tells clients the port it is bound to.
-  p->grpc_service = std::make_unique<ingest::IngestService>(*p->ingestor, config.api_key);
+  p->grpc_service = std::make_unique<ingest::IngestService>(*p->ingestor, p->keys.get());
   grpc::ServerBuilder builder;
   std::string grpc_address = config.grpc_listen.host + ":" + std::to_string(config.grpc_listen.port);
   if (config.grpc_listen.host.find(':') != std::string::npos) {
@@ -241,16 +250,16 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   api::ServerInfo info;
   info.version = kVersion;
   info.grpc_address = grpc_address.substr(0, grpc_address.rfind(':') + 1) + std::to_string(p->grpc_port);
-  info.api_key_required = !config.api_key.empty();
   p->api = std::make_unique<api::ApiContext>(
       api::ApiContext{*p->engine, *p->ingestor, p->metrics, *p->live, std::move(info), p->clock, p->alerts.get(), {}});
+  p->api->keys = p->keys.get();
   if (!config.alerting_file.empty()) p->api->reload_rules = [parts = p.get()] { return parts->ReloadAlerting(); };
   api::HttpServerOptions http_options;
   http_options.host = config.listen.host;
   http_options.port = config.listen.port;
   http_options.threads = config.http_threads;
   http_options.max_body_bytes = config.limits.max_body_bytes;
-  http_options.api_key = config.api_key;
+  http_options.keys = p->keys.get();
   http_options.allowed_hosts = config.allowed_hosts;
   http_options.cors_origins = config.cors_origins;
   FitConnectionsToFileLimit(file_limit, &http_options, log);

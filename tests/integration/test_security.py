@@ -320,3 +320,90 @@ def test_a_failed_slack_delivery_never_logs_the_webhook_token(server_factory, tm
         assert "127.0.0.1" in log  # the host is still named
     finally:
         slack.stop()
+
+
+# -- scoped keys ------------------------------------------------------------------------------------
+
+
+def keys_cli(*args, check=True):
+    import subprocess
+    from conftest import BIN
+    done = subprocess.run([BIN, "keys"] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, env={"PATH": os.environ.get("PATH", "")})
+    if check:
+        assert done.returncode == 0, done.stderr
+    return done
+
+
+def as_key(key, **headers):
+    return dict(headers, Authorization="Bearer " + key)
+
+
+def test_scoped_keys_do_what_their_scope_allows(server_factory):
+    server = server_factory("--api-key", "admin-s3cret")
+    admin = ("--server", server.url, "--api-key", "admin-s3cret")
+    read = keys_cli("create", "--name", "dash", "--scope", "read", *admin).stdout.strip()
+    write = keys_cli("create", "--name", "ci", "--scope", "write", *admin).stdout.strip()
+    vision = keys_cli("create", "--name", "vision-ci", "--scope", "write", "--project", "vision", *admin).stdout.strip()
+    assert read.startswith("tw_") and write != read
+
+    line = '{"project": "%s", "run": "r", "step": %d, "metrics": {"loss": 1.0}}\n'
+    nd = {"Content-Type": "application/x-ndjson"}
+    # read: reads, cannot write.
+    r = server.post("/api/v1/write", line % ("default", 0), headers=as_key(read, **nd))
+    assert r.status == 403 and "scope read" in r.json()["error"], r
+    assert server.get("/api/v1/runs", headers=as_key(read)).status == 200
+    # write: writes, cannot acknowledge, silence, reload or manage keys.
+    assert server.post("/api/v1/write", line % ("default", 0), headers=as_key(write, **nd)).status == 200
+    for path, body in (("/api/v1/alerts/ack", '{"id": 1}'), ("/api/v1/silences", '{"duration": "1h"}'),
+                       ("/api/v1/keys", '{"name": "x"}'), ("/api/v1/keys/revoke", '{"name": "dash"}')):
+        r = server.post(path, body, headers=as_key(write))
+        assert r.status == 403 and "needs admin" in r.json()["error"], (path, r)
+    assert server.get("/api/v1/keys", headers=as_key(write)).status == 403
+    # A project-bound key: its project only, in reads and in the lines of a write.
+    assert server.post("/api/v1/write", line % ("vision", 0), headers=as_key(vision, **nd)).status == 200
+    r = server.post("/api/v1/write", line % ("vision", 1) + line % ("nlp", 1), headers=as_key(vision, **nd))
+    assert r.status == 400 and "may not write to project 'nlp'" in r.json()["errors"][0]["error"], r
+    assert r.json()["points_accepted"] == 1
+    assert server.get("/api/v1/runs", {"project": "vision"}, headers=as_key(vision)).status == 200
+    r = server.get("/api/v1/runs", {"project": "default"}, headers=as_key(vision))
+    assert r.status == 403 and "does not see project 'default'" in r.json()["error"], r
+    assert server.get("/api/v1/run", {"project": "nlp", "run": "r"}, headers=as_key(write)).status == 404
+    ws = websocket.create_connection(server.ws_url + "/api/v1/live", header=["Authorization: Bearer " + vision])
+    ws.send(json.dumps({"subscribe": {"project": "default"}}))
+    assert "does not see project 'default'" in json.loads(ws.recv())["error"]
+    ws.close()
+
+    # Listing shows names and scopes, never a key; a revoked key is refused at once.
+    listing = keys_cli("list", *admin).stdout
+    assert "dash" in listing and "vision-ci" in listing and read not in listing and write not in listing, listing
+    keys_cli("revoke", "dash", *admin)
+    r = server.get("/api/v1/runs", headers=as_key(read))
+    assert r.status == 401 and "revoked" in r.json()["error"], r
+    # An expired key is refused at once too.
+    expired = keys_cli("create", "--name", "brief", "--expires", "0s", *admin).stdout.strip()
+    r = server.get("/api/v1/runs", headers=as_key(expired))
+    assert r.status == 401 and "'brief' has expired" in r.json()["error"], r
+
+    # Keys survive restarts; only their hashes are on disk.
+    server.restart()
+    assert server.post("/api/v1/write", line % ("default", 2), headers=as_key(write, **nd)).status == 200
+    assert server.get("/api/v1/runs", headers=as_key(read)).status == 401
+    stored = open(os.path.join(server.data_dir, "keys.json")).read()
+    assert write.split("_")[-1] not in stored and "ci" in stored
+
+
+def test_keys_on_a_stopped_data_directory(server_factory, tmp_path):
+    server = server_factory(start=False)
+    data = ("--data-dir", server.data_dir)
+    os.makedirs(server.data_dir, exist_ok=True)
+    key = keys_cli("create", "--name", "first-admin", "--scope", "admin", *data).stdout.strip()
+    server.start()
+    # The stored key makes the server keyed, with no --api-key.
+    assert server.get("/api/v1/runs").status == 401
+    assert server.get("/api/v1/runs", headers=as_key(key)).status == 200
+    assert server.get("/api/v1/info", headers=as_key(key)).json()["api_key_required"] is True
+    # While it runs, the directory is its own: the CLI goes through the API instead.
+    busy = keys_cli("list", *data, check=False)
+    assert busy.returncode == 1 and "in use" in busy.stderr, busy.stderr
+    assert "first-admin" in keys_cli("list", "--server", server.url, "--api-key", key).stdout

@@ -129,6 +129,21 @@ TEST_F(GrpcIngestTest, RequiresTheApiKeyWhenOneIsSet) {
   EXPECT_TRUE(stream->Finish().ok());
 }
 
+// Keys may be in the data directory (trainwatch keys create) rather than on the command line, so
+// the server, not the flag parser, decides whether a public address has one.
+TEST_F(GrpcIngestTest, RefusesAPublicAddressWithoutAnyKey) {
+  ServerConfig config;
+  config.data_dir = dir_.Join("public");
+  config.listen = {"0.0.0.0", 0};
+  config.grpc_listen = {"127.0.0.1", 0};
+  config.log_level = LogLevel::kWarn;
+  auto refused = Server::Start(config);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("without an API key"), std::string::npos) << refused.status().ToString();
+  config.api_key = "k";
+  EXPECT_TRUE(Server::Start(config).ok());
+}
+
 TEST_F(GrpcIngestTest, SecondServerOnTheSameDataDirIsRefused) {
   StartServer();
   ServerConfig config;
