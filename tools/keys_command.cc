@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "auth/audit_log.h"
 #include "auth/key_store.h"
 #include "common/clock.h"
 #include "common/duration.h"
@@ -79,17 +80,26 @@ void PrintKey(const std::string& name, const std::string& scope, const std::vect
               list.empty() ? "*" : list.c_str(), FormatTime(expires_at).c_str());
 }
 
-// A stopped data directory: the lock proves no server holds it.
+// A stopped data directory: the lock proves no server holds it. Changes are audited as the
+// server would (key "(local)", address "cli").
 Status OnDataDir(const KeysFlags& f) {
   TW_ASSIGN_OR_RETURN(auto lock, server::DataDirLock::Acquire(f.data_dir));
   SystemClock clock;
+  Logger logger(LogLevel::kError);
   TW_ASSIGN_OR_RETURN(auto keys, auth::KeyStore::Open(PosixFileSystem(), auth::KeyFilePath(f.data_dir), clock));
+  TW_ASSIGN_OR_RETURN(auto audit, auth::AuditLog::Open(PosixFileSystem(), auth::AuditDir(f.data_dir), clock, logger, 0));
+  auto record = [&](const std::string& action, const std::string& target, const Status& outcome) {
+    return audit->AppendNow({0, "(local)", "cli", action, target, outcome.ok() ? 200 : 400,
+                             outcome.ok() ? "" : outcome.message()});
+  };
   if (f.action == "list") {
     for (const auth::KeyRecord& k : keys->List()) PrintKey(k.name, std::string(auth::ScopeName(k.scope)), k.projects, k.expires_at);
     return Status::Ok();
   }
   if (f.action == "revoke") {
-    TW_RETURN_IF_ERROR(keys->Revoke(f.name));
+    Status revoked = keys->Revoke(f.name);
+    TW_RETURN_IF_ERROR(record("keys.revoke", "key=" + f.name, revoked));
+    TW_RETURN_IF_ERROR(revoked);
     std::printf("revoked %s\n", f.name.c_str());
     return Status::Ok();
   }
@@ -100,8 +110,10 @@ Status OnDataDir(const KeysFlags& f) {
     TW_ASSIGN_OR_RETURN(double seconds, ParseDuration(f.expires));
     expires_at = clock.NowUnixSeconds() + seconds;
   }
-  TW_ASSIGN_OR_RETURN(std::string key, keys->Create(f.name, scope, f.projects, expires_at));
-  std::printf("%s\n", key.c_str());
+  Result<std::string> key = keys->Create(f.name, scope, f.projects, expires_at);
+  TW_RETURN_IF_ERROR(record("keys.create", "key=" + f.name + " scope=" + f.scope, key.status()));
+  if (!key.ok()) return key.status();
+  std::printf("%s\n", key->c_str());
   return Status::Ok();
 }
 
@@ -140,7 +152,74 @@ Status OnServer(const KeysFlags& f) {
   return Status::Ok();
 }
 
+constexpr const char* kAuditUsage =
+    "usage: trainwatch audit [--key NAME] [--action PREFIX] [--failures] [--limit N]\n"
+    "where: --server URL --api-key ADMIN_KEY, or --data-dir DIR (a stopped server's)\n"
+    "Prints the audit log, newest first: time, key, client address, action, target, outcome.\n";
+
+void PrintEntry(const auth::AuditEntry& e) {
+  std::printf("%s  %-16s %-15s %-32s %-24s %d%s%s\n", FormatTime(e.time).c_str(), e.key.empty() ? "-" : e.key.c_str(),
+              e.remote.c_str(), e.action.c_str(), e.target.empty() ? "-" : e.target.c_str(), e.outcome,
+              e.detail.empty() ? "" : "  ", e.detail.c_str());
+}
+
+Status Audit(const std::vector<std::string>& args) {
+  std::string server, api_key, data_dir, limit = "100";
+  if (const char* s = std::getenv("TRAINWATCH_SERVER")) server = s;
+  if (const char* k = std::getenv("TRAINWATCH_API_KEY")) api_key = k;
+  auth::AuditQuery q;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--failures") {
+      q.failures_only = true;
+      continue;
+    }
+    std::string* value = a == "--server" ? &server : a == "--api-key" ? &api_key : a == "--data-dir" ? &data_dir
+                       : a == "--key" ? &q.key : a == "--action" ? &q.action : a == "--limit" ? &limit : nullptr;
+    if (!value) return Status::InvalidArgument("unknown argument '" + a + "'");
+    if (i + 1 >= args.size()) return Status::InvalidArgument(a + " needs a value");
+    *value = args[++i];
+  }
+  q.limit = static_cast<size_t>(std::max(1L, std::atol(limit.c_str())));
+  if (!data_dir.empty()) {
+    TW_ASSIGN_OR_RETURN(auto lock, server::DataDirLock::Acquire(data_dir));
+    SystemClock clock;
+    Logger logger(LogLevel::kError);
+    TW_ASSIGN_OR_RETURN(auto audit, auth::AuditLog::Open(PosixFileSystem(), auth::AuditDir(data_dir), clock, logger, 0));
+    TW_ASSIGN_OR_RETURN(std::vector<auth::AuditEntry> entries, audit->Read(q));
+    for (const auth::AuditEntry& e : entries) PrintEntry(e);
+    return Status::Ok();
+  }
+  if (server.empty()) return Status::InvalidArgument("give --server URL or --data-dir DIR");
+  HttpClient http(server, api_key);
+  std::string path = "/api/v1/audit?limit=" + std::to_string(q.limit) + (q.failures_only ? "&failures=1" : "");
+  if (!q.key.empty()) path += "&key=" + UrlEncode(q.key);
+  if (!q.action.empty()) path += "&action=" + UrlEncode(q.action);
+  TW_ASSIGN_OR_RETURN(nlohmann::json doc, Answer(http.Get(path), "reading the audit log"));
+  for (const nlohmann::json& j : doc["entries"]) {
+    PrintEntry(auth::AuditEntry{j["time"], j["key"], j["remote"], j["action"], j["target"], j["outcome"],
+                                j.value("detail", "")});
+  }
+  return Status::Ok();
+}
+
 }  // namespace
+
+int AuditCommand(const std::vector<std::string>& args) {
+  for (const std::string& a : args) {
+    if (a == "--help" || a == "-h") {
+      std::fputs(kAuditUsage, stdout);
+      return 0;
+    }
+  }
+  Status s = Audit(args);
+  if (!s.ok()) {
+    std::fprintf(stderr, "trainwatch audit: %s\n%s", s.message().c_str(),
+                 s.code() == StatusCode::kInvalidArgument ? kAuditUsage : "");
+    return s.code() == StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  return 0;
+}
 
 int KeysCommand(const std::vector<std::string>& args) {
   for (const std::string& a : args) {

@@ -33,6 +33,7 @@ constexpr const char* kUsage =
     "  watch     tail TensorBoard event files into the server as they are written (watch --help)\n"
     "  export    write a run as a TensorBoard event file (export --help)\n"
     "  keys      create, list and revoke API keys (keys --help)\n"
+    "  audit     print the audit log (audit --help)\n"
     "  version   print the version\n";
 
 int Serve(const std::vector<std::string>& args) {
@@ -148,6 +149,7 @@ int main(int argc, char** argv) {
   if (command == "watch") return trainwatch::tools::WatchCommand(args);
   if (command == "export") return trainwatch::tools::ExportCommand(args);
   if (command == "keys") return trainwatch::tools::KeysCommand(args);
+  if (command == "audit") return trainwatch::tools::AuditCommand(args);
   if (command == "help" || command == "--help" || command == "-h") {
     std::fputs(kUsage, stdout);
     return 0;

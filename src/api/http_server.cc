@@ -171,6 +171,9 @@ class HttpServer::Impl {
   bool OriginAllowed(const Head& head) const;
   bool CorsOrigin(std::string_view origin) const;
   void Dispatch(HttpRequest&& req, Responder responder);
+  auth::AuditEntry AuditEntryOf(const std::string& method, const std::string& path,
+                                const std::multimap<std::string, std::string>& query, const auth::Principal& who,
+                                const std::string& remote, const HttpResponse& response) const;
 
   // The connection registry behind the caps (GUARDED_BY(conn_mu_) all through).
   std::shared_ptr<Slot> Register(const std::string& address);
@@ -386,6 +389,17 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
     version_ = header.version();
     if (server_.CorsOrigin(request_head_.origin)) cors_origin_ = request_head_.origin;
     if (auto refusal = server_.Refusal(request_head_, &principal_)) {
+      if ((refusal->status == 401 || refusal->status == 403) && server_.options_.audit) {
+        // Refused keys are audited; the answer waits for the entry, as every audited one does.
+        auth::AuditEntry entry = server_.AuditEntryOf(request_head_.method, request_head_.target.path,
+                                                      request_head_.target.query, principal_, slot_->address,
+                                                      *refusal);
+        server_.options_.audit->Append(std::move(entry), [self = shared_from_this(), refusal = *refusal]() mutable {
+          net::post(self->stream_.get_executor(),
+                    [self, refusal = std::move(refusal)]() mutable { self->RespondAndClose(std::move(refusal)); });
+        });
+        return;
+      }
       RespondAndClose(std::move(*refusal));
       return;
     }
@@ -807,7 +821,36 @@ std::optional<HttpResponse> HttpServer::Impl::Refusal(const Head& head, auth::Pr
   return std::nullopt;
 }
 
+auth::AuditEntry HttpServer::Impl::AuditEntryOf(const std::string& method, const std::string& path,
+                                                const std::multimap<std::string, std::string>& query,
+                                                const auth::Principal& who, const std::string& remote,
+                                                const HttpResponse& response) const {
+  auth::AuditEntry e;
+  e.key = who.key_name;
+  e.remote = remote;
+  e.action = method + " " + path;
+  for (const char* name : {"project", "run", "id"}) {
+    auto it = query.find(name);
+    if (it != query.end()) e.target += (e.target.empty() ? "" : " ") + std::string(name) + "=" + it->second;
+  }
+  if (!response.audit_target.empty()) e.target += (e.target.empty() ? "" : " ") + response.audit_target;
+  e.outcome = response.status;
+  if (response.status >= 400 && response.body.size() < 1024) e.detail = response.body;
+  while (!e.detail.empty() && e.detail.back() == '\n') e.detail.pop_back();
+  return e;
+}
+
 void HttpServer::Impl::Dispatch(HttpRequest&& req, Responder responder) {
+  if (options_.audit && ChangesState(req.method)) {
+    // Answered only once its audit entry is durable: what was acknowledged is in the audit log.
+    responder = [this, method = req.method, path = req.path, query = req.query, who = req.principal,
+                 remote = req.remote, inner = std::move(responder)](HttpResponse response) mutable {
+      auth::AuditEntry entry = AuditEntryOf(method, path, query, who, remote, response);
+      options_.audit->Append(std::move(entry), [inner = std::move(inner), response = std::move(response)]() mutable {
+        inner(std::move(response));
+      });
+    };
+  }
   if (req.method == "OPTIONS" && CorsOrigin(req.Header("origin"))) {
     // A CORS preflight from a configured origin (the answer gets Access-Control-Allow-Origin).
     HttpResponse preflight;

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "auth/audit_log.h"
 #include "auth/key_store.h"
 #include "common/logging.h"
 #include "common/metrics_registry.h"
@@ -46,6 +47,9 @@ struct HttpResponse {
   std::string content_type = "application/json";  // empty: no Content-Type header (a 304)
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;
+  // What the request acted on, for the audit log, when the query parameters do not say it (a
+  // key's name, a silence's id).
+  std::string audit_target;
 
   static HttpResponse Json(int status, std::string body);
   // {"error": message} with the given status.
@@ -96,6 +100,9 @@ struct HttpServerOptions {
   // instead), of the route's scope, naming (`project=`) a project the key sees. Checked on the
   // request header, before any body byte is read or `100 Continue` sent. Null: no keys.
   const auth::KeyStore* keys = nullptr;
+  // Every state-changing request and every refused key is recorded here, and answered once its
+  // entry is durable. Null: no audit.
+  auth::AuditLog* audit = nullptr;
   // Browser protections (docs/security.md). The Host header must name this server: an IP address,
   // localhost, this machine's host name, or one of allowed_hosts ("name", "*.domain", or "*" for
   // any) — a foreign name is DNS rebinding. State-changing requests and WebSocket upgrades that

@@ -1,6 +1,8 @@
-// The API keys (admin scope): GET /api/v1/keys, POST /api/v1/keys, POST /api/v1/keys/revoke.
+// The API keys and the audit log (admin scope): GET /api/v1/keys, POST /api/v1/keys,
+// POST /api/v1/keys/revoke, GET /api/v1/audit.
 #include <nlohmann/json.hpp>
 
+#include "api/query_params.h"
 #include "api/routes.h"
 #include "common/duration.h"
 #include "common/json.h"
@@ -54,7 +56,43 @@ Result<nlohmann::json> CreateKey(auth::KeyStore& keys, Clock& clock, const std::
 
 }  // namespace
 
+// GET /api/v1/audit?key=&action=&failures=1&since=&until=&limit=&offset= (admin), newest first.
+void HandleAudit(auth::AuditLog& audit, const HttpRequest& req, Responder respond) {
+  auth::AuditQuery q;
+  q.key = req.Param("key");
+  q.action = req.Param("action");
+  q.failures_only = req.Param("failures") == "1";
+  int64_t limit = 100, offset = 0;
+  double since = 0, until = 0;
+  if ((!req.Param("limit").empty() && (!ParseInt(req.Param("limit"), &limit) || limit < 1 || limit > 10000)) ||
+      (!req.Param("offset").empty() && (!ParseInt(req.Param("offset"), &offset) || offset < 0)) ||
+      (!req.Param("since").empty() && !ParseDouble(req.Param("since"), &since)) ||
+      (!req.Param("until").empty() && !ParseDouble(req.Param("until"), &until))) {
+    return respond(HttpResponse::Error(400, "limit is 1..10000, offset >= 0, since and until unix seconds"));
+  }
+  q.limit = static_cast<size_t>(limit);
+  q.offset = static_cast<size_t>(offset);
+  q.since = since;
+  q.until = until;
+  Result<std::vector<auth::AuditEntry>> entries = audit.Read(q);
+  if (!entries.ok()) return respond(HttpResponse::Error(500, entries.status().message()));
+  nlohmann::json list = nlohmann::json::array();
+  for (const auth::AuditEntry& e : *entries) {
+    nlohmann::json j = {{"time", e.time},     {"key", e.key},       {"remote", e.remote},
+                        {"action", e.action}, {"target", e.target}, {"outcome", e.outcome}};
+    if (!e.detail.empty()) j["detail"] = e.detail;
+    list.push_back(std::move(j));
+  }
+  respond(HttpResponse::Json(200, nlohmann::json{{"entries", list}}.dump() + "\n"));
+}
+
 void RegisterKeyRoutes(HttpServer& server, ApiContext& ctx) {
+  if (ctx.audit) {
+    server.Route(
+        "GET", "/api/v1/audit",
+        [&audit = *ctx.audit](HttpRequest&& req, Responder respond) { HandleAudit(audit, req, std::move(respond)); },
+        RouteOptions{.scope = auth::Scope::kAdmin});
+  }
   if (!ctx.keys) return;
   auth::KeyStore& keys = *ctx.keys;
   const RouteOptions admin{.scope = auth::Scope::kAdmin};
@@ -71,7 +109,9 @@ void RegisterKeyRoutes(HttpServer& server, ApiContext& ctx) {
       [&keys, &ctx](HttpRequest&& req, Responder respond) {
         Result<nlohmann::json> created = CreateKey(keys, ctx.clock, req.body);
         if (!created.ok()) return respond(HttpResponse::Error(HttpStatusOf(created.status()), created.status().message()));
-        respond(HttpResponse::Json(200, created->dump() + "\n"));
+        HttpResponse r = HttpResponse::Json(200, created->dump() + "\n");
+        r.audit_target = "key=" + (*created)["name"].get<std::string>() + " scope=" + (*created)["scope"].get<std::string>();
+        respond(std::move(r));
       },
       admin);
   server.Route(
@@ -82,9 +122,11 @@ void RegisterKeyRoutes(HttpServer& server, ApiContext& ctx) {
         if (!j->is_object() || !(*j)["name"].is_string()) {
           return respond(HttpResponse::Error(400, "expected {\"name\": \"<key name>\"}"));
         }
-        Status s = keys.Revoke((*j)["name"].get<std::string>());
-        if (!s.ok()) return respond(HttpResponse::Error(HttpStatusOf(s), s.message()));
-        respond(HttpResponse::Json(200, "{\"revoked\":true}\n"));
+        const std::string name = (*j)["name"].get<std::string>();
+        Status s = keys.Revoke(name);
+        HttpResponse r = s.ok() ? HttpResponse::Json(200, "{\"revoked\":true}\n") : HttpResponse::Error(HttpStatusOf(s), s.message());
+        r.audit_target = "key=" + name;
+        respond(std::move(r));
       },
       admin);
 }

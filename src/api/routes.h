@@ -30,7 +30,8 @@ struct ApiContext {
   alerting::AlertManager* alerts = nullptr;  // null: alert routes are not registered
   // Re-reads the rule file and applies it; the error names file and line. Null without a file.
   std::function<Result<std::string>()> reload_rules;
-  auth::KeyStore* keys = nullptr;  // null: key routes are not registered
+  auth::KeyStore* keys = nullptr;    // null: key routes are not registered
+  auth::AuditLog* audit = nullptr;   // null: GET /api/v1/audit is not registered
 };
 
 void RegisterWriteRoutes(HttpServer& server, ApiContext& ctx);  // write_routes.cc

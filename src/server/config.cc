@@ -40,6 +40,7 @@ constexpr Setting kSettings[] = {
     {"--checkpoint-interval", "TRAINWATCH_CHECKPOINT_INTERVAL", "checkpoint_interval", "seal and checkpoint at least this often while written to (default 5m)"},
     {"--alerting", "TRAINWATCH_ALERTING", "alerting", "YAML file of alert rules, detector settings, receivers and routes (docs/rules.md, docs/notifications.md); re-read on SIGHUP"},
     {"--external-url", "TRAINWATCH_EXTERNAL_URL", "external_url", "base URL of this server in alert links (default http://LISTEN)"},
+    {"--audit-retention", "TRAINWATCH_AUDIT_RETENTION", "audit_retention", "how long audit log entries are kept (default 90d)"},
     {"--alert-cooldown", "TRAINWATCH_ALERT_COOLDOWN", "alert_cooldown", "an incident that recurs within this after resolving reopens its alert without notifying again (default 10m)"},
 };
 
@@ -106,12 +107,13 @@ Status Apply(ServerConfig* c, const std::string& key, const std::string& value, 
       c->retention_max_age[item.substr(0, eq)] = *age;
     }
   } else if (key == "disk_guard_min_age" || key == "retention_interval" || key == "checkpoint_interval" ||
-             key == "alert_cooldown") {
+             key == "alert_cooldown" || key == "audit_retention") {
     Result<double> d = ParseDuration(value);
     if (!d.ok()) return wrap(d.status());
     if (key == "disk_guard_min_age") c->disk_guard_min_age_seconds = *d;
     else if (key == "retention_interval") c->retention_interval_seconds = *d;
     else if (key == "alert_cooldown") c->alert_cooldown_seconds = *d;
+    else if (key == "audit_retention") c->audit_retention_seconds = *d;
     else c->checkpoint_interval_seconds = *d;
   } else if (key == "disk_guard_percent") {
     double v = 0;

@@ -53,6 +53,7 @@ struct ServerConfig {
   std::string alerting_file;
   std::string external_url;
   double alert_cooldown_seconds = 600;
+  double audit_retention_seconds = 90 * 86400.0;
 };
 
 // Durations ("90", "10s", "15m", "12h", "30d", "2w", "1h30m"): common/duration.h.

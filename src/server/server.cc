@@ -41,6 +41,7 @@ struct Server::Parts {
   MetricsRegistry metrics;
   std::unique_ptr<DataDirLock> lock;
   std::unique_ptr<auth::KeyStore> keys;
+  std::unique_ptr<auth::AuditLog> audit;
   std::unique_ptr<storage::Engine> engine;
   std::unique_ptr<ingest::Ingestor> ingestor;
   std::unique_ptr<LivenessMonitor> liveness;
@@ -99,6 +100,7 @@ struct Server::Parts {
       lock.unlock();
       Status s = retention->RunOnce();
       if (!s.ok()) logger->Error("retention pass", {{"error", s.ToString()}});
+      if (Status a = audit->ApplyRetention(); !a.ok()) logger->Error("audit log retention", {{"error", a.ToString()}});
       lock.lock();
     }
   }
@@ -172,6 +174,8 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   TW_ASSIGN_OR_RETURN(p->lock, DataDirLock::Acquire(config.data_dir));
   TW_ASSIGN_OR_RETURN(p->keys, auth::KeyStore::Open(PosixFileSystem(), auth::KeyFilePath(config.data_dir), p->clock));
   p->keys->SetBootstrapKey(config.api_key);
+  TW_ASSIGN_OR_RETURN(p->audit, auth::AuditLog::Open(PosixFileSystem(), auth::AuditDir(config.data_dir), p->clock,
+                                                      log, config.audit_retention_seconds));
   if (!p->keys->enabled() && (!config.listen.IsLoopback() || !config.grpc_listen.IsLoopback())) {
     return Status::InvalidArgument(
         "refusing to listen beyond loopback without an API key: set --api-key or TRAINWATCH_API_KEY, or "
@@ -253,6 +257,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   p->api = std::make_unique<api::ApiContext>(
       api::ApiContext{*p->engine, *p->ingestor, p->metrics, *p->live, std::move(info), p->clock, p->alerts.get(), {}});
   p->api->keys = p->keys.get();
+  p->api->audit = p->audit.get();
   if (!config.alerting_file.empty()) p->api->reload_rules = [parts = p.get()] { return parts->ReloadAlerting(); };
   api::HttpServerOptions http_options;
   http_options.host = config.listen.host;
@@ -260,6 +265,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   http_options.threads = config.http_threads;
   http_options.max_body_bytes = config.limits.max_body_bytes;
   http_options.keys = p->keys.get();
+  http_options.audit = p->audit.get();
   http_options.allowed_hosts = config.allowed_hosts;
   http_options.cors_origins = config.cors_origins;
   FitConnectionsToFileLimit(file_limit, &http_options, log);
@@ -295,6 +301,7 @@ Status Server::Shutdown() {
   parts_->grpc_service->CancelAll();
   parts_->grpc->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(10));
   parts_->http->Stop();
+  parts_->audit->Stop();  // after HTTP: the last answers' entries are written
   parts_->StopRetention();
   parts_->liveness->Stop();
   Status s = parts_->engine->Close();

@@ -407,3 +407,47 @@ def test_keys_on_a_stopped_data_directory(server_factory, tmp_path):
     busy = keys_cli("list", *data, check=False)
     assert busy.returncode == 1 and "in use" in busy.stderr, busy.stderr
     assert "first-admin" in keys_cli("list", "--server", server.url, "--api-key", key).stdout
+
+
+# -- audit ------------------------------------------------------------------------------------------
+
+
+def test_every_action_is_in_the_audit_log_even_after_kill9(server_factory):
+    server = server_factory("--api-key", "admin-s3cret")
+    admin = as_key("admin-s3cret")
+    ci = keys_cli("create", "--name", "ci", "--scope", "write", "--server", server.url,
+                  "--api-key", "admin-s3cret").stdout.strip()
+    assert server.post("/api/v1/write", '{"project": "p", "run": "r", "step": 0, "metrics": {"x": 1}}\n',
+                       headers=as_key(ci, **{"Content-Type": "application/x-ndjson"})).status == 200
+    assert server.post("/api/v1/silences", '{"duration": "1h"}', headers=as_key(ci)).status == 403
+    r = server.post("/api/v1/silences", '{"project": "p", "duration": "1h", "comment": "maintenance"}', headers=admin)
+    assert r.status == 200, r
+    assert server.get("/api/v1/runs", headers={"Authorization": "Bearer guessing"}).status == 401
+    server.kill9()  # every answer above was given once its entry was durable
+    server.start()
+
+    entries = server.get("/api/v1/audit", headers=admin).json()["entries"]
+    seen = [(e["key"], e["action"], e["outcome"]) for e in reversed(entries)]
+    assert seen == [("api-key", "POST /api/v1/keys", 200),
+                    ("ci", "POST /api/v1/write", 200),
+                    ("ci", "POST /api/v1/silences", 403),
+                    ("api-key", "POST /api/v1/silences", 200),
+                    ("", "GET /api/v1/runs", 401)], seen
+    assert all(e["remote"] == "127.0.0.1" for e in entries), entries
+    assert entries[-1]["target"] == "key=ci scope=write", entries[-1]
+    assert "scope write" in entries[2]["detail"], entries[2]
+    # No key ever appears in the audit log, only names.
+    raw = "".join(open(os.path.join(server.data_dir, "audit", f)).read()
+                  for f in os.listdir(os.path.join(server.data_dir, "audit")))
+    assert ci not in raw and "admin-s3cret" not in raw and "guessing" not in raw
+    # Filters and paging; the audit log is for admins.
+    failures = server.get("/api/v1/audit", {"failures": 1}, headers=admin).json()["entries"]
+    assert [e["outcome"] for e in failures] == [401, 403], failures
+    assert len(server.get("/api/v1/audit", {"key": "ci", "limit": 1}, headers=admin).json()["entries"]) == 1
+    assert server.get("/api/v1/audit", headers=as_key(ci)).status == 403
+    # The command line reads it too, from a running server.
+    import subprocess
+    from conftest import BIN
+    out = subprocess.run([BIN, "audit", "--server", server.url, "--api-key", "admin-s3cret", "--key", "ci"],
+                         stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout
+    assert "POST /api/v1/write" in out and "POST /api/v1/silences" in out and "403" in out, out
