@@ -20,6 +20,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: trainwatch keys create --name NAME [--scope read|write|admin] [--project P]... [--expires 30d]\n"
+    "                              [--allow-from CIDR[,CIDR...]]\n"
     "       trainwatch keys list\n"
     "       trainwatch keys revoke NAME\n"
     "where: --server URL --api-key ADMIN_KEY (a running server; TRAINWATCH_SERVER, TRAINWATCH_API_KEY)\n"
@@ -27,7 +28,7 @@ constexpr const char* kUsage =
     "create prints the new key once; only its hash is kept.\n";
 
 struct KeysFlags {
-  std::string action, name, scope = "read", expires, server, api_key, data_dir;
+  std::string action, name, scope = "read", expires, server, api_key, data_dir, allow_from;
   std::vector<std::string> projects;
 };
 
@@ -41,7 +42,7 @@ Result<KeysFlags> ParseFlags(const std::vector<std::string>& args) {
     const std::string& a = args[i];
     std::string* value = a == "--name" ? &f.name : a == "--scope" ? &f.scope : a == "--expires" ? &f.expires
                        : a == "--server" ? &f.server : a == "--api-key" ? &f.api_key
-                       : a == "--data-dir" ? &f.data_dir : nullptr;
+                       : a == "--data-dir" ? &f.data_dir : a == "--allow-from" ? &f.allow_from : nullptr;
     if (a == "--project") {
       if (i + 1 >= args.size()) return Status::InvalidArgument("--project needs a value");
       f.projects.push_back(args[++i]);
@@ -110,7 +111,7 @@ Status OnDataDir(const KeysFlags& f) {
     TW_ASSIGN_OR_RETURN(double seconds, ParseDuration(f.expires));
     expires_at = clock.NowUnixSeconds() + seconds;
   }
-  Result<std::string> key = keys->Create(f.name, scope, f.projects, expires_at);
+  Result<std::string> key = keys->Create(f.name, scope, f.projects, expires_at, f.allow_from);
   TW_RETURN_IF_ERROR(record("keys.create", "key=" + f.name + " scope=" + f.scope, key.status()));
   if (!key.ok()) return key.status();
   std::printf("%s\n", key->c_str());
@@ -147,6 +148,7 @@ Status OnServer(const KeysFlags& f) {
   }
   nlohmann::json body = {{"name", f.name}, {"scope", f.scope}, {"projects", f.projects}};
   if (!f.expires.empty()) body["expires"] = f.expires;
+  if (!f.allow_from.empty()) body["allow_from"] = f.allow_from;
   TW_ASSIGN_OR_RETURN(nlohmann::json doc, Answer(http.Post("/api/v1/keys", body.dump()), "creating " + f.name));
   std::printf("%s\n", doc["key"].get<std::string>().c_str());
   return Status::Ok();

@@ -124,6 +124,8 @@ class HttpServer::Impl {
                                     "Connections waiting for a request header closed to make room for new ones.")),
         refused_(metrics.AddCounter("trainwatch_http_connections_refused_total",
                                     "Connections answered 503 because every slot was busy with a request.")),
+        denied_(metrics.AddCounter("trainwatch_http_connections_denied_total",
+                                   "Connections closed at once: their address is not in --allow-from.")),
         accept_backoffs_(metrics.AddCounter("trainwatch_http_accept_backoffs_total",
                                             "Pauses of the accept loop for want of file descriptors.")),
         latency_(metrics.AddHistogram("trainwatch_http_request_duration_seconds",
@@ -144,6 +146,7 @@ class HttpServer::Impl {
     std::string method;
     RequestTarget target;
     std::string host, origin, authorization, content_type;
+    std::string remote;  // client address
     bool has_body = false;
     bool upgrade = false;
   };
@@ -211,6 +214,7 @@ class HttpServer::Impl {
   Counter& errors_;
   Counter& evicted_;
   Counter& refused_;
+  Counter& denied_;
   Counter& accept_backoffs_;
   Histogram& latency_;
 };
@@ -385,6 +389,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
     request_head_.content_type = field(http::field::content_type);
     request_head_.has_body = parser_->chunked() || parser_->content_length().value_or(0) > 0;
     request_head_.upgrade = websocket::is_upgrade(header);
+    request_head_.remote = slot_->address;
     head_ = header.method() == http::verb::head;
     version_ = header.version();
     if (server_.CorsOrigin(request_head_.origin)) cors_origin_ = request_head_.origin;
@@ -611,6 +616,11 @@ void HttpServer::Impl::OnAccepted(tcp::socket socket) {
   beast::error_code ec;
   tcp::endpoint peer = socket.remote_endpoint(ec);
   if (ec) return;  // gone already
+  if (!options_.allow_from.empty() && !options_.allow_from.Contains(peer.address().to_string())) {
+    denied_.Add();
+    socket.close(ec);  // not on the allow-list: not a byte in either direction
+    return;
+  }
   std::shared_ptr<Slot> slot = Register(peer.address().to_string());
   if (!slot) {
     // Refuse politely: a one-shot 503 and close, without reading the request.
@@ -775,6 +785,9 @@ std::optional<HttpResponse> HttpServer::Impl::KeyRefusal(const Head& head, auth:
   Result<auth::Principal> principal = options_.keys->Authenticate(sent);
   if (!principal.ok()) return HttpResponse::Error(401, principal.status().message());
   *who = std::move(*principal);
+  if (!who->allow_from.empty() && !who->allow_from.Contains(head.remote)) {
+    return HttpResponse::Error(403, "key '" + who->key_name + "' may not be used from " + head.remote);
+  }
   const RouteOptions& route = OptionsOf(head.method, path);
   const auth::Scope needed = route.scope.value_or(ChangesState(head.method) ? auth::Scope::kWrite : auth::Scope::kRead);
   if (!who->Allows(needed)) {

@@ -19,6 +19,7 @@
 
 #include "auth/audit_log.h"
 #include "auth/key_store.h"
+#include "common/cidr.h"
 #include "common/logging.h"
 #include "common/metrics_registry.h"
 #include "common/status.h"
@@ -110,6 +111,8 @@ struct HttpServerOptions {
   // ("https://app.example"), which also get CORS headers.
   std::vector<std::string> allowed_hosts;
   std::vector<std::string> cors_origins;
+  // Client addresses allowed to connect at all; empty: any. Others are closed at once.
+  CidrList allow_from;
 };
 
 // How a route takes its requests (HttpServer::Route).

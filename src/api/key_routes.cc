@@ -15,21 +15,24 @@ nlohmann::json KeyJson(const auth::KeyRecord& k) {
           {"scope", auth::ScopeName(k.scope)},
           {"projects", k.projects},
           {"created_at", k.created_at},
+          {"allow_from", k.allow_from},
           {"expires_at", k.expires_at > 0 ? nlohmann::json(k.expires_at) : nlohmann::json()}};
 }
 
-// {"name": N, "scope": "read|write|admin", "projects": [...], "expires": "30d"}
+// {"name": N, "scope": "read|write|admin", "projects": [...], "expires": "30d", "allow_from": "10.0.0.0/8"}
 Result<nlohmann::json> CreateKey(auth::KeyStore& keys, Clock& clock, const std::string& body) {
   TW_ASSIGN_OR_RETURN(nlohmann::json j, ParseJson(body));
   if (!j.is_object()) return Status::InvalidArgument("the body must be a JSON object");
   std::string name, scope_text = "read";
   std::vector<std::string> projects;
   double expires_at = 0;
+  std::string allow_from;
   try {
     for (auto it = j.begin(); it != j.end(); ++it) {
       if (it.key() == "name") name = it->get<std::string>();
       else if (it.key() == "scope") scope_text = it->get<std::string>();
       else if (it.key() == "projects") projects = it->get<std::vector<std::string>>();
+      else if (it.key() == "allow_from") allow_from = it->get<std::string>();
       else if (it.key() == "expires") {
         TW_ASSIGN_OR_RETURN(double seconds, ParseDuration(it->get<std::string>()));
         expires_at = clock.NowUnixSeconds() + seconds;
@@ -44,7 +47,7 @@ Result<nlohmann::json> CreateKey(auth::KeyStore& keys, Clock& clock, const std::
   if (!auth::ParseScope(scope_text, &scope)) {
     return Status::InvalidArgument("field 'scope' must be read, write or admin, not '" + scope_text + "'");
   }
-  TW_ASSIGN_OR_RETURN(std::string key, keys.Create(name, scope, projects, expires_at));
+  TW_ASSIGN_OR_RETURN(std::string key, keys.Create(name, scope, projects, expires_at, allow_from));
   for (const auth::KeyRecord& k : keys.List()) {
     if (k.name != name) continue;
     nlohmann::json out = KeyJson(k);

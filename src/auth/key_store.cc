@@ -54,7 +54,7 @@ nlohmann::json ToJson(const KeyRecord& k) {
   return {{"name", k.name},           {"id", k.id},
           {"secret_sha256", k.secret_hash}, {"scope", ScopeName(k.scope)},
           {"projects", k.projects},   {"created_at", k.created_at},
-          {"expires_at", k.expires_at}};
+          {"expires_at", k.expires_at}, {"allow_from", k.allow_from}};
 }
 
 }  // namespace
@@ -106,6 +106,8 @@ Status KeyStore::Load() {
       r.projects = k.value("projects", std::vector<std::string>{});
       r.created_at = k.value("created_at", 0.0);
       r.expires_at = k.value("expires_at", 0.0);
+      r.allow_from = k.value("allow_from", "");
+      if (!CidrList::Parse(r.allow_from).ok()) return bad("key " + r.name + ": bad allow_from");
       by_id_[r.id] = std::move(r);
     } catch (const nlohmann::json::exception& e) {
       return bad(e.what());
@@ -136,7 +138,7 @@ Result<Principal> KeyStore::Authenticate(std::string_view presented) const {
   const std::string hash = Sha256Hex(presented);
   std::lock_guard lock(mu_);
   if (bootstrap_hash_ && ConstantTimeEquals(hash, *bootstrap_hash_)) {
-    return Principal{"api-key", Scope::kAdmin, {}};
+    return Principal{"api-key", Scope::kAdmin, {}, {}};
   }
   std::string_view id, secret;
   if (!SplitKey(presented, &id, &secret)) return Status::Unauthenticated("wrong API key");
@@ -148,11 +150,14 @@ Result<Principal> KeyStore::Authenticate(std::string_view presented) const {
   if (k.expires_at > 0 && clock_.NowUnixSeconds() >= k.expires_at) {
     return Status::Unauthenticated("API key '" + k.name + "' has expired");
   }
-  return Principal{k.name, k.scope, k.projects};
+  return Principal{k.name, k.scope, k.projects, *CidrList::Parse(k.allow_from)};
 }
 
 Result<std::string> KeyStore::Create(const std::string& name, Scope scope, std::vector<std::string> projects,
-                                     double expires_at) {
+                                     double expires_at, const std::string& allow_from) {
+  if (Result<CidrList> networks = CidrList::Parse(allow_from); !networks.ok()) {
+    return networks.status().WithContext("allow_from");
+  }
   if (!ValidName(name)) {
     return Status::InvalidArgument("key name '" + name + "': 1 to 64 letters, digits, '_', '-' or '.'");
   }
@@ -171,6 +176,7 @@ Result<std::string> KeyStore::Create(const std::string& name, Scope scope, std::
   r.projects = std::move(projects);
   r.created_at = clock_.NowUnixSeconds();
   r.expires_at = expires_at;
+  r.allow_from = allow_from;
   const std::string id = r.id;
   by_id_[id] = std::move(r);
   if (Status s = Save(); !s.ok()) {

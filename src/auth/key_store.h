@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/cidr.h"
 #include "common/clock.h"
 #include "common/file_system.h"
 #include "common/status.h"
@@ -32,6 +33,7 @@ struct Principal {
   std::string key_name;  // "" when the server has no keys at all (loopback, open)
   Scope scope = Scope::kAdmin;
   std::vector<std::string> projects;  // empty: every project
+  CidrList allow_from;                // empty: any client address
 
   bool Allows(Scope needed) const { return scope >= needed; }
   bool SeesProject(std::string_view project) const;
@@ -45,6 +47,7 @@ struct KeyRecord {
   std::vector<std::string> projects;
   double created_at = 0;
   double expires_at = 0;  // 0: never
+  std::string allow_from;  // networks the key may be used from ("10.0.0.0/8,..."); "" any
 };
 
 // Where a data directory keeps its keys.
@@ -67,7 +70,7 @@ class KeyStore {
   // Creates a key and returns it: the only time it is ever shown. Names are unique
   // ([A-Za-z0-9_.-], 1..64). Durable before it returns.
   Result<std::string> Create(const std::string& name, Scope scope, std::vector<std::string> projects,
-                             double expires_at);
+                             double expires_at, const std::string& allow_from = "");
   // NotFound when there is no such key. Durable before it returns; refused at once after.
   Status Revoke(const std::string& name);
   std::vector<KeyRecord> List() const;

@@ -23,10 +23,22 @@ v1::WriteAck MakeAck(const v1::WriteRequest& request, const IngestResult& result
   return ack;
 }
 
+// The address of a gRPC peer: "ipv4:10.0.0.7:51234" -> "10.0.0.7", "ipv6:[::1]:51234" -> "::1".
+std::string PeerAddress(const std::string& peer) {
+  std::string_view p = peer;
+  if (size_t colon = p.find(':'); colon != std::string_view::npos) p.remove_prefix(colon + 1);
+  if (p.starts_with('[')) return std::string(p.substr(1, p.find(']') - 1));
+  return std::string(p.substr(0, p.rfind(':')));
+}
+
 }  // namespace
 
 grpc::Status IngestService::Write(grpc::ServerContext* context,
                                   grpc::ServerReaderWriter<v1::WriteAck, v1::WriteRequest>* stream) {
+  const std::string peer = PeerAddress(context->peer());
+  if (!allow_from_.empty() && !allow_from_.Contains(peer)) {
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "clients from " + peer + " are not allowed");
+  }
   auth::Principal writer;
   if (keys_ && keys_->enabled()) {
     auto it = context->client_metadata().find("authorization");
@@ -39,6 +51,10 @@ grpc::Status IngestService::Write(grpc::ServerContext* context,
       return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
                           "key '" + principal->key_name + "' has scope " +
                               std::string(auth::ScopeName(principal->scope)) + "; writing needs write");
+    }
+    if (!principal->allow_from.empty() && !principal->allow_from.Contains(peer)) {
+      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                          "key '" + principal->key_name + "' may not be used from " + peer);
     }
     writer = std::move(*principal);
   }

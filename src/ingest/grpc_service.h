@@ -19,7 +19,9 @@ class IngestService final : public v1::Ingest::Service {
 
   // When `keys` holds any key, a key of write scope must arrive as `authorization: Bearer <key>`
   // metadata; a project-bound key writes only its projects. Null: no keys.
-  IngestService(Ingestor& ingestor, const auth::KeyStore* keys) : ingestor_(ingestor), keys_(keys) {}
+  // Streams from addresses outside a non-empty `allow_from` are refused (PERMISSION_DENIED).
+  IngestService(Ingestor& ingestor, const auth::KeyStore* keys, CidrList allow_from = {})
+      : ingestor_(ingestor), keys_(keys), allow_from_(std::move(allow_from)) {}
 
   grpc::Status Write(grpc::ServerContext* context,
                      grpc::ServerReaderWriter<v1::WriteAck, v1::WriteRequest>* stream) override;
@@ -32,6 +34,7 @@ class IngestService final : public v1::Ingest::Service {
  private:
   Ingestor& ingestor_;
   const auth::KeyStore* const keys_;
+  const CidrList allow_from_;
   std::mutex streams_mu_;
   std::set<grpc::ServerContext*> streams_;  // GUARDED_BY(streams_mu_)
   bool draining_ = false;                    // GUARDED_BY(streams_mu_)

@@ -28,6 +28,7 @@ constexpr Setting kSettings[] = {
     {"--allowed-hosts", "TRAINWATCH_ALLOWED_HOSTS", "allowed_hosts", "comma-separated names clients reach this server by, besides IP addresses, localhost and this machine's name (\"*.example.com\" for a domain, \"*\" for any); other Host headers get a 403 (DNS rebinding)"},
     {"--cors-origins", "TRAINWATCH_CORS_ORIGINS", "cors_origins", "comma-separated origins (https://app.example) whose pages may call the API; other pages cannot change anything"},
     {"--secret-patterns", "TRAINWATCH_SECRET_PATTERNS", "secret_patterns", "comma-separated config/tag key patterns whose values are masked before they are stored, besides password, passwd, secret, token, api_key, apikey, access_key, private_key, credential(s), auth"},
+    {"--allow-from", "TRAINWATCH_ALLOW_FROM", "allow_from", "comma-separated networks (10.0.0.0/8, fd00::/8, 192.168.1.7) clients may connect from; others are closed at once (default: any)"},
     {"--http-threads", "TRAINWATCH_HTTP_THREADS", "http_threads", "HTTP I/O threads (default 2)"},
     {"--max-body-bytes", "TRAINWATCH_MAX_BODY_BYTES", "max_body_bytes", "largest request body (default 64 MiB)"},
     {"--max-image-bytes", "TRAINWATCH_MAX_IMAGE_BYTES", "max_image_bytes", "largest encoded image (default 16 MiB); larger ones are refused, the rest of their batch is kept. An image must also fit in a request (--max-body-bytes)"},
@@ -84,6 +85,10 @@ Status Apply(ServerConfig* c, const std::string& key, const std::string& value, 
       while (key == "cors_origins" && item.back() == '/') item.pop_back();
       list.push_back(std::move(item));
     }
+  } else if (key == "allow_from") {
+    Result<CidrList> networks = CidrList::Parse(value);
+    if (!networks.ok()) return wrap(networks.status());
+    c->allow_from = std::move(*networks);
   } else if (key == "alerting") {
     c->alerting_file = value;
   } else if (key == "external_url") {

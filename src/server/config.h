@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cidr.h"
 #include "common/duration.h"
 #include "common/logging.h"
 #include "common/status.h"
@@ -39,6 +40,8 @@ struct ServerConfig {
   std::vector<std::string> cors_origins;
   // Key patterns masked in configs and tags besides SecretMasker's defaults.
   std::vector<std::string> secret_patterns;
+  // Networks clients may connect from (HTTP and gRPC); empty: any.
+  CidrList allow_from;
   ingest::IngestLimits limits;
   uint64_t checkpoint_log_bytes = 512ull << 20;
   double checkpoint_interval_seconds = 300;

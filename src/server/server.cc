@@ -235,7 +235,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   });
 
   // gRPC first: /api/v1/info tells clients the port it is bound to.
-  p->grpc_service = std::make_unique<ingest::IngestService>(*p->ingestor, p->keys.get());
+  p->grpc_service = std::make_unique<ingest::IngestService>(*p->ingestor, p->keys.get(), config.allow_from);
   grpc::ServerBuilder builder;
   std::string grpc_address = config.grpc_listen.host + ":" + std::to_string(config.grpc_listen.port);
   if (config.grpc_listen.host.find(':') != std::string::npos) {
@@ -266,6 +266,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   http_options.max_body_bytes = config.limits.max_body_bytes;
   http_options.keys = p->keys.get();
   http_options.audit = p->audit.get();
+  http_options.allow_from = config.allow_from;
   http_options.allowed_hosts = config.allowed_hosts;
   http_options.cors_origins = config.cors_origins;
   FitConnectionsToFileLimit(file_limit, &http_options, log);

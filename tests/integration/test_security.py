@@ -451,3 +451,27 @@ def test_every_action_is_in_the_audit_log_even_after_kill9(server_factory):
     out = subprocess.run([BIN, "audit", "--server", server.url, "--api-key", "admin-s3cret", "--key", "ci"],
                          stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout
     assert "POST /api/v1/write" in out and "POST /api/v1/silences" in out and "403" in out, out
+
+
+def test_allow_lists_globally_and_per_key(server_factory):
+    server = server_factory("--allow-from", "127.0.0.1/32", "--api-key", "admin-s3cret")
+    # From another address (all of 127/8 is this machine): closed without an answer.
+    with socket.socket() as s:
+        s.bind(("127.0.0.2", 0))
+        s.settimeout(30)
+        s.connect(("127.0.0.1", server.port))
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        try:
+            assert s.recv(4096) == b""
+        except ConnectionResetError:
+            pass
+    metrics = server.get("/metrics", headers=as_key("admin-s3cret")).text
+    assert "trainwatch_http_connections_denied_total 1" in metrics, metrics
+    # A key bound to a network it is not used from.
+    remote_only = keys_cli("create", "--name", "cluster", "--scope", "write", "--allow-from", "10.0.0.0/8",
+                           "--server", server.url, "--api-key", "admin-s3cret").stdout.strip()
+    r = server.get("/api/v1/runs", headers=as_key(remote_only))
+    assert r.status == 403 and "may not be used from 127.0.0.1" in r.json()["error"], r
+    bad = keys_cli("create", "--name", "typo", "--allow-from", "10.0.0/8", "--server", server.url,
+                   "--api-key", "admin-s3cret", check=False)
+    assert bad.returncode == 1 and "allow_from" in bad.stderr, bad.stderr
