@@ -7,7 +7,9 @@ DEMO ?= 1
 JOBS ?= $(shell nproc)
 PYTHON ?= /usr/bin/python3
 
-.PHONY: all deps configure build run test test-cpp test-integration bench clean
+FUZZ_SECONDS ?= 120
+
+.PHONY: all deps configure build run test test-cpp test-integration bench fuzz clean
 
 all: build
 
@@ -38,6 +40,10 @@ test-integration: build
 # Long-running benchmarks; they print figures (see bench/README.md).
 bench: build
 	./bench/run_all.sh $(BUILD_DIR)
+
+# libFuzzer targets in build-fuzz (clang, ASan + UBSan), FUZZ_SECONDS each (docs/fuzzing.md).
+fuzz: deps
+	FUZZ_SECONDS=$(FUZZ_SECONDS) ./scripts/fuzz.sh
 
 clean:
 	rm -rf $(BUILD_DIR)

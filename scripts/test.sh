@@ -30,6 +30,9 @@ for t in detect_devset detect_realkit detect_cadence_sweep; do
   fi
 done
 
+echo "== fuzz_smoke: every fuzz target for a few seconds, its seeds and past crashes replayed (docs/fuzzing.md)"
+FUZZ_SECONDS=${FUZZ_SMOKE_SECONDS:-3} FUZZ_KEEP_CORPUS=0 FUZZ_JOBS="$(nproc)" scripts/fuzz.sh || fail "fuzz_smoke"
+
 echo "== integration tests (real server processes)"
 cache="$(pwd)/$BUILD_DIR/pytest-cache/integration"
 TRAINWATCH_BIN="$(pwd)/$BUILD_DIR/bin/trainwatch" "$PYTHON" -m pytest -q -rfEs --cache-clear \

@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/utf8.h"
+
 namespace trainwatch::ingest {
 
 class JsonScanner {
@@ -44,6 +46,6 @@ class JsonScanner {
 };
 
 // True if `s` is well-formed UTF-8 (no overlongs, no surrogates, <= U+10FFFF).
-bool IsValidUtf8(std::string_view s);
+using ::trainwatch::IsValidUtf8;
 
 }  // namespace trainwatch::ingest

@@ -1,6 +1,7 @@
 #include "notify/notification.h"
 #include "common/json.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <ctime>
@@ -125,8 +126,10 @@ Result<Notification> NotificationFromJson(std::string_view text) {
   TW_RETURN_IF_ERROR(ReadNumber(j, "step", 0, &step).WithContext("notification"));
   if (auto it = j.find("step"); it != j.end() && it->is_number_integer()) {
     n.step = it->get<int64_t>();
-  } else {
+  } else if (step >= -9.2e18 && step <= 9.2e18) {  // (converting a double out of range is undefined)
     n.step = static_cast<int64_t>(step);
+  } else {
+    return Status::InvalidArgument("notification: step " + std::to_string(step) + " is out of range");
   }
   const double nan = std::nan("");
   TW_RETURN_IF_ERROR(ReadNumber(j, "value", nan, &n.value).WithContext("notification"));
@@ -140,6 +143,7 @@ Result<Notification> NotificationFromJson(std::string_view text) {
 
 std::string FormatRfc3339(double t) {
   if (!std::isfinite(t)) t = 0;
+  t = std::clamp(t, kMinRfc3339Seconds, kMaxRfc3339Seconds);  // a client's time can be any number
   int64_t ms = static_cast<int64_t>(std::llround(t * 1000));
   std::time_t secs = static_cast<std::time_t>(ms / 1000);
   int millis = static_cast<int>(ms % 1000);

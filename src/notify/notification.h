@@ -63,7 +63,12 @@ std::string NotificationToJson(const Notification& n);
 // InvalidArgument naming the field for malformed input; unknown keys are ignored.
 Result<Notification> NotificationFromJson(std::string_view json);
 
-// "2026-01-01T00:00:00.000Z" (RFC 3339, UTC, milliseconds) for unix seconds `t`.
+// The unix seconds RFC 3339 can write, 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z.
+inline constexpr double kMinRfc3339Seconds = -62135596800.0;
+inline constexpr double kMaxRfc3339Seconds = 253402300799.0;
+
+// "2026-01-01T00:00:00.000Z" (RFC 3339, UTC, milliseconds) for unix seconds `t`; a time outside
+// [kMinRfc3339Seconds, kMaxRfc3339Seconds] is written as that bound, one that is not finite as 0.
 std::string FormatRfc3339(double t);
 
 // "FIRING critical grad_explosion in vision/run-7" ("RESOLVED ..." once resolved): the one-line

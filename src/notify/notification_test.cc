@@ -83,5 +83,16 @@ TEST(Notification, SeverityKindAndHeadline) {
   EXPECT_EQ(FormatRfc3339(1767225601.25), "2026-01-01T00:00:01.250Z");
 }
 
+// Found by fuzzing (fuzz/outbox_segment): numbers read back from an outbox entry, and a record's
+// own time (any finite number a client sent), were converted to integers beyond their range.
+TEST(Notification, OutOfRangeNumbers) {
+  EXPECT_EQ(FormatRfc3339(1e300), "9999-12-31T23:59:59.000Z");
+  EXPECT_EQ(FormatRfc3339(-1e300), "0001-01-01T00:00:00.000Z");
+  Result<Notification> bad = NotificationFromJson(R"({"step":1e300})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("step"), std::string::npos);
+  EXPECT_EQ(NotificationFromJson(R"({"step":12.0})")->step, 12);
+}
+
 }  // namespace
 }  // namespace trainwatch::notify

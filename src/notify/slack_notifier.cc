@@ -1,5 +1,6 @@
 #include "notify/slack_notifier.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -64,6 +65,8 @@ std::string SlackPayload(const Notification& n) {
   fields.push_back(Field("Value", FormatNumber(n.value)));
   for (const auto& [k, v] : n.labels) fields.push_back(Field(k, v));
   double ts = n.resolved() && n.ends_at != 0 ? n.ends_at : n.starts_at;
+  // Within int64 (converting a double beyond it is undefined): outbox entries are read back from disk.
+  ts = std::isfinite(ts) ? std::clamp(ts, kMinRfc3339Seconds, kMaxRfc3339Seconds) : 0;
   json attachment = {
       {"color", Color(n)},
       {"fallback", Escape(Headline(n))},
@@ -71,7 +74,7 @@ std::string SlackPayload(const Notification& n) {
       {"text", Escape(n.message)},
       {"fields", fields},
       {"footer", "trainwatch alert " + Escape(n.alert_id)},
-      {"ts", std::isfinite(ts) ? static_cast<int64_t>(ts) : 0},
+      {"ts", static_cast<int64_t>(ts)},
   };
   if (!n.chart_url.empty()) attachment["title_link"] = n.chart_url;
   json body = {{"text", text}, {"attachments", json::array({attachment})}};

@@ -2,10 +2,12 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <functional>
 #include <optional>
 #include <set>
 
+#include "common/utf8.h"
 #include "rules/detector_params.h"
 #include "rules/duration.h"
 #include "rules/expr.h"
@@ -393,9 +395,31 @@ class FileParser {
   std::string file_;
 };
 
+// A YAML stream is printable Unicode (YAML 1.2: UTF-8 here, and no control characters but tab and
+// line breaks). yaml-cpp does not check: it passes bytes that are not UTF-8 through and misreads
+// some control characters (a NUL can come out as bytes that are not UTF-8), while names, labels and
+// annotations end up in JSON (GET /api/v1/rules, notifications), which must be UTF-8.
+Status CheckPrintable(std::string_view text, const std::string& file_name) {
+  size_t bad = Utf8ValidPrefix(text);
+  std::string why = "not valid UTF-8";
+  for (size_t i = 0; i < bad; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7F) {
+      bad = i;
+      why = "control character " + std::to_string(c);
+      break;
+    }
+  }
+  if (bad == text.size()) return Status::Ok();
+  const auto line = 1 + std::count(text.begin(), text.begin() + bad, '\n');
+  return Status::InvalidArgument(file_name + ":" + std::to_string(line) + ": " + why + " (byte " +
+                                 std::to_string(bad) + ")");
+}
+
 }  // namespace
 
 Result<RuleSet> ParseRules(std::string_view yaml_text, const std::string& file_name) {
+  TW_RETURN_IF_ERROR(CheckPrintable(yaml_text, file_name));
   YAML::Node root;
   try {
     root = YAML::Load(std::string(yaml_text));

@@ -317,6 +317,11 @@ INSTANTIATE_TEST_SUITE_P(
                   "alerts.yml:2: unknown top-level key 'rule' (known: detectors, projects, groups, "
                   "receivers, routes)"},
         ErrorCase{"groups: []\ngroups: []\n", "alerts.yml:2: 'groups' appears twice"},
+        // Found by fuzzing (fuzz/alerting_file): yaml-cpp keeps bytes that are not UTF-8 (and
+        // makes some of a NUL), and GET /api/v1/rules then threw from nlohmann::json::dump.
+        ErrorCase{GROUP "      - {alert: A, expr: x > 1, annotations: {summary: \"caf\xE9\"}}\n",
+                  "alerts.yml:4: not valid UTF-8 (byte 90)"},
+        ErrorCase{"detectors: {}\n# \x01\n", "alerts.yml:2: control character 1 (byte 16)"},
         // Detector parameters.
         ErrorCase{"detectors:\n  loss_spkie: {spike_ratio: 3}\n",
                   "alerts.yml:2: detectors: unknown detector 'loss_spkie' (known: common, lr, nan, "

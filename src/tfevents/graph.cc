@@ -1,5 +1,6 @@
 #include "tfevents/graph.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -128,6 +129,11 @@ Result<std::vector<GraphNode>> DecodeGraphDef(std::string_view graph_def) {
     if (r.field() == 1) {
       if (!r.ReadBytes(&node)) continue;
       TW_ASSIGN_OR_RETURN(GraphNode n, DecodeNodeDef(node));
+      if (std::count(n.name.begin(), n.name.end(), '/') >= static_cast<ptrdiff_t>(kMaxGraphScopeDepth)) {
+        return Status::InvalidArgument("graph_def: node '" + n.name.substr(0, 64) +
+                                       (n.name.size() > 64 ? "...'" : "'") + " nests more than " +
+                                       std::to_string(kMaxGraphScopeDepth) + " name scopes");
+      }
       nodes.push_back(std::move(n));
     } else {
       r.Skip();

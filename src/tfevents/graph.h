@@ -19,8 +19,14 @@ struct GraphNode {
   bool operator==(const GraphNode&) const = default;
 };
 
+// The most name scopes a node name may nest ("a/b/c" is 3): the graph JSON of deeper names would
+// nest beyond what the server accepts (kMaxGraphJsonDepth), and the tree of scopes, each holding
+// its whole path, would take memory quadratic in the name's length.
+constexpr size_t kMaxGraphScopeDepth = 100;
+
 // Decodes a serialized GraphDef's nodes (name, op, input, device; attrs and the function
-// library are not kept).
+// library are not kept). InvalidArgument for malformed bytes and for a node name of more than
+// kMaxGraphScopeDepth scopes.
 Result<std::vector<GraphNode>> DecodeGraphDef(std::string_view graph_def);
 std::string EncodeGraphDef(const std::vector<GraphNode>& nodes);
 

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json.h"
+
 namespace trainwatch::tfevents {
 namespace {
 
@@ -54,6 +56,22 @@ TEST(GraphTest, SdkModuleTreesBecomeOneNodePerModule) {
 
 TEST(GraphTest, MalformedGraphDefIsAnError) {
   EXPECT_FALSE(DecodeGraphDef(std::string_view("\x0a\x05\x0a\x09", 4)).ok());
+}
+
+// Found by fuzzing (fuzz/tfevents_event): one node named "a/a/.../a" 100,000 scopes deep, 200 KB of
+// GraphDef, made GraphToJson hold every scope's whole path (gigabytes) and write JSON nested far
+// beyond what the server accepts.
+TEST(GraphTest, NamesNestAtMostMaxScopeDepth) {
+  std::string deepest;
+  for (size_t i = 0; i < kMaxGraphScopeDepth; ++i) deepest += i ? "/s" : "s";
+  Result<std::vector<GraphNode>> ok = DecodeGraphDef(EncodeGraphDef({{deepest, "Op", {}, ""}}));
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_TRUE(ParseJson(GraphToJson(*ok), kMaxGraphJsonDepth).ok());
+
+  Result<std::vector<GraphNode>> deeper = DecodeGraphDef(EncodeGraphDef({{deepest + "/s", "Op", {}, ""}}));
+  ASSERT_FALSE(deeper.ok());
+  EXPECT_NE(deeper.status().message().find("nests more than 100 name scopes"), std::string::npos)
+      << deeper.status().message();
 }
 
 }  // namespace

@@ -183,6 +183,7 @@ class WireReader {
     if (packed.size() % sizeof(T) != 0)
       return Fail("packed fixed-width field of a size that is not a multiple of its element");
     const size_t n = packed.size() / sizeof(T);
+    if (n == 0) return true;  // (memcpy into an empty vector's null data() is undefined)
     const size_t old = out->size();
     out->resize(old + n);
     std::memcpy(out->data() + old, packed.data(), packed.size());
