@@ -38,6 +38,11 @@ Result<nlohmann::json> ParseJson(std::string_view text, int max_depth) {
     size_t detail = what.find("] ");
     return Status::InvalidArgument("invalid JSON at byte " + std::to_string(e.byte) + ": " +
                                    (detail == std::string::npos ? what : what.substr(detail + 2)));
+  } catch (const nlohmann::json::exception& e) {
+    // out_of_range.406: a number beyond a double ("1e999").
+    std::string what = e.what();
+    size_t detail = what.find("] ");
+    return Status::InvalidArgument("invalid JSON: " + (detail == std::string::npos ? what : what.substr(detail + 2)));
   }
 }
 

@@ -35,6 +35,13 @@ TEST(ParseJson, NamesTheByteOfASyntaxError) {
       << doc.status().message();
 }
 
+TEST(ParseJson, ANumberBeyondADoubleIsAnErrorNotAThrow) {
+  auto doc = ParseJson(R"({"lr": 1e999})");
+  ASSERT_FALSE(doc.ok());
+  EXPECT_NE(doc.status().message().find("number overflow"), std::string::npos) << doc.status().message();
+  EXPECT_TRUE(ParseJsonOrDiscarded(R"({"lr": 1e999})").is_discarded());
+}
+
 TEST(ParseJson, EscapedQuotesAndBackslashesKeepTheStringOpen) {
   EXPECT_EQ(JsonDepthExceededAt(R"(["\\", "\"[[[["])", 1), std::string_view::npos);
   EXPECT_EQ(JsonDepthExceededAt(R"(["\\", [)", 1), 7u);

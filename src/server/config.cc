@@ -140,7 +140,19 @@ Status Apply(ServerConfig* c, const std::string& key, const std::string& value, 
   return Status::Ok();
 }
 
+Status ApplyYamlNodes(ServerConfig* c, const std::string& path);
+
+// A key or value of the wrong YAML type (a mapping as a key, a sequence where a scalar goes) is a
+// conversion error of yaml-cpp's, reported with its line.
 Status ApplyYaml(ServerConfig* c, const std::string& path) {
+  try {
+    return ApplyYamlNodes(c, path);
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument("config file " + path + ": " + e.what());
+  }
+}
+
+Status ApplyYamlNodes(ServerConfig* c, const std::string& path) {
   YAML::Node root;
   try {
     root = YAML::LoadFile(path);
