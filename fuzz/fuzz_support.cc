@@ -16,10 +16,6 @@ void ContractFailed(const char* file, int line, const char* condition, std::stri
   std::abort();
 }
 
-void PutLe(std::string* dst, uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) dst->push_back(static_cast<char>(v >> (8 * i)));
-}
-
 void ClearTrainwatchEnvironment() {
   std::vector<std::string> names;
   for (char** e = environ; *e != nullptr; ++e) {

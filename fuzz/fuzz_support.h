@@ -1,6 +1,6 @@
 // Helpers shared by the fuzz targets (docs/fuzzing.md): a contract check that aborts, so that the
-// fuzzer records the input; an in-memory FileSystem for readers that take one; and little-endian
-// writers for the harnesses that build well-framed inputs (valid checksums) out of fuzzer bytes.
+// fuzzer records the input, and an in-memory FileSystem for readers that take one. Harnesses that
+// build well-framed inputs (valid checksums) write integers with storage/binary_io.h.
 #pragma once
 
 #include <cstdint>
@@ -59,8 +59,6 @@ class MemFileSystem final : public FileSystem {
   std::map<std::string, std::shared_ptr<std::string>> files_;  // GUARDED_BY(mu_)
   std::set<std::string> dirs_{"/"};                            // GUARDED_BY(mu_)
 };
-
-void PutLe(std::string* dst, uint64_t v, int bytes);
 
 // Removes every TRAINWATCH_* variable from the environment (the config readers consult it).
 void ClearTrainwatchEnvironment();

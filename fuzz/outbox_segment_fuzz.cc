@@ -23,6 +23,7 @@
 #include "notify/notification.h"
 #include "notify/outbox_format.h"
 #include "notify/slack_notifier.h"
+#include "storage/binary_io.h"
 
 namespace {
 
@@ -35,8 +36,8 @@ std::string FramedSegment(std::string_view in) {
     in.remove_prefix(2);
     std::string_view body = in.substr(0, len);
     in.remove_prefix(body.size());
-    fuzz::PutLe(&file, body.size(), 4);
-    fuzz::PutLe(&file, crc32c::Value(body), 4);
+    storage::PutFixed32(&file, static_cast<uint32_t>(body.size()));
+    storage::PutFixed32(&file, crc32c::Value(body));
     file += body;
   }
   file += in;  // a torn tail

@@ -19,7 +19,9 @@
 #include "fuzz/fuzz_support.h"
 #include "notify/notification.h"
 #include "notify/outbox_format.h"
+#include "notify/testing/sample_notification.h"
 #include "spool.h"
+#include "storage/binary_io.h"
 #include "storage/image_test_util.h"
 #include "storage/wal/wal_log.h"
 #include "tfevents/event_encoder.h"
@@ -45,7 +47,8 @@ void Put(const std::string& target, const std::string& name, std::string_view by
 std::string Pieces(const std::vector<std::string>& pieces) {
   std::string out;
   for (const std::string& p : pieces) {
-    fuzz::PutLe(&out, p.size(), 2);
+    out.push_back(static_cast<char>(p.size() & 0xff));
+    out.push_back(static_cast<char>(p.size() >> 8));
     out += p;
   }
   return out;
@@ -223,29 +226,8 @@ void ImageSeeds() {
   Put("image_header", "extended.webp", images::WebpExtended(1 << 24, 3));
 }
 
-notify::Notification SampleNotification() {
-  notify::Notification n;
-  n.alert_id = "42";
-  n.status = "firing";
-  n.project = "vision";
-  n.run = "run-7";
-  n.kind = "rule";
-  n.name = "HighLoss";
-  n.metric = "loss";
-  n.severity = "critical";
-  n.message = "loss is 3.5 at step 120";
-  n.step = 120;
-  n.value = 3.5;
-  n.time = 1767225600.5;
-  n.starts_at = 1767225601;
-  n.labels = {{"severity", "critical"}, {"team", "ml"}};
-  n.annotations = {{"summary", "loss high"}};
-  n.chart_url = "http://127.0.0.1:8080/#/p/vision/r/run-7?metric=loss&step=120";
-  return n;
-}
-
 void OutboxSeeds() {
-  notify::Notification firing = SampleNotification();
+  notify::Notification firing = notify::test::SampleNotification();
   notify::Notification resolved = firing;
   resolved.status = "resolved";
   resolved.ends_at = 1767229200;
@@ -305,7 +287,7 @@ void WalSeeds() {
   Put("wal_segment", "segment.wal", file);
   Put("wal_segment", "torn.wal", file.substr(0, file.size() - 7));
   std::string framed = "F";
-  fuzz::PutLe(&framed, 41, 8);  // first LSN
+  storage::PutFixed64(&framed, 41);  // first LSN
   Put("wal_segment", "framed.bin", framed + std::string(1, '\0') + Pieces(records));
   Put("wal_segment", "framed_gap.bin", framed + std::string(1, '\x01') + Pieces(records));
   Put("wal_segment", "framed_bad_crc.bin", framed + std::string(1, '\x02') + Pieces(records));

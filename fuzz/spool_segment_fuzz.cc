@@ -22,6 +22,7 @@
 #include "common/crc32c.h"
 #include "fuzz/fuzz_support.h"
 #include "spool.h"
+#include "storage/binary_io.h"
 #include "trainwatch/v1/ingest.pb.h"
 
 namespace {
@@ -42,10 +43,10 @@ std::string FramedSegment(std::string_view in, std::vector<std::string>* pieces)
     size_t n = ZSTD_compress(compressed.data(), compressed.size(), piece.data(), piece.size(), 1);
     if (ZSTD_isError(n)) std::abort();
     compressed.resize(n);
-    fuzz::PutLe(&file, sequence++, 8);
-    fuzz::PutLe(&file, piece.size(), 4);
-    fuzz::PutLe(&file, compressed.size(), 4);
-    fuzz::PutLe(&file, crc32c::Value(compressed), 4);
+    storage::PutFixed64(&file, sequence++);
+    storage::PutFixed32(&file, static_cast<uint32_t>(piece.size()));
+    storage::PutFixed32(&file, static_cast<uint32_t>(compressed.size()));
+    storage::PutFixed32(&file, crc32c::Value(compressed));
     file += compressed;
     pieces->emplace_back(piece);
   }

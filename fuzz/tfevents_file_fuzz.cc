@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "fuzz/tfevents_check.h"
+#include "storage/binary_io.h"
 #include "tfevents/masked_crc.h"
 #include "tfevents/record_reader.h"
 
@@ -34,11 +35,11 @@ std::string FramedFile(std::string_view in) {
     std::string_view data = in.substr(0, len);
     in.remove_prefix(data.size());
     std::string header;
-    fuzz::PutLe(&header, data.size(), 8);
-    fuzz::PutLe(&header, tfevents::MaskedCrc(header.data(), 8), 4);
+    storage::PutFixed64(&header, data.size());
+    storage::PutFixed32(&header, tfevents::MaskedCrc(header.data(), 8));
     file += header;
     file += data;
-    fuzz::PutLe(&file, tfevents::MaskedCrc(data.data(), data.size()), 4);
+    storage::PutFixed32(&file, tfevents::MaskedCrc(data.data(), data.size()));
   }
   file += in;  // a torn tail
   if (flip != 0 && !file.empty()) file[(flip * 7) % file.size()] ^= 0x20;

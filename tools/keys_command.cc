@@ -2,7 +2,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
 
 #include <nlohmann/json.hpp>
 
@@ -13,6 +12,7 @@
 #include "common/file_system.h"
 #include "common/json.h"
 #include "import_export_http.h"
+#include "notify/notification.h"
 #include "server/data_dir_lock.h"
 
 namespace trainwatch::tools {
@@ -66,11 +66,7 @@ Result<KeysFlags> ParseFlags(const std::vector<std::string>& args) {
 }
 
 std::string FormatTime(double unix_seconds) {
-  if (unix_seconds <= 0) return "never";
-  std::time_t t = static_cast<std::time_t>(unix_seconds);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
+  return unix_seconds > 0 ? notify::FormatRfc3339(unix_seconds) : "never";
 }
 
 void PrintKey(const std::string& name, const std::string& scope, const std::vector<std::string>& projects,
@@ -111,10 +107,12 @@ Status OnDataDir(const KeysFlags& f) {
     TW_ASSIGN_OR_RETURN(double seconds, ParseDuration(f.expires));
     expires_at = clock.NowUnixSeconds() + seconds;
   }
-  Result<std::string> key = keys->Create(f.name, scope, f.projects, expires_at, f.allow_from);
-  TW_RETURN_IF_ERROR(record("keys.create", "key=" + f.name + " scope=" + f.scope, key.status()));
-  if (!key.ok()) return key.status();
-  std::printf("%s\n", key->c_str());
+  Result<CidrList> networks = CidrList::Parse(f.allow_from);
+  if (!networks.ok()) return networks.status().WithContext("--allow-from");
+  Result<auth::NewKey> created = keys->Create(f.name, scope, f.projects, expires_at, std::move(*networks));
+  TW_RETURN_IF_ERROR(record("keys.create", "key=" + f.name + " scope=" + f.scope, created.status()));
+  if (!created.ok()) return created.status();
+  std::printf("%s\n", created->key.c_str());
   return Status::Ok();
 }
 

@@ -15,7 +15,7 @@ nlohmann::json KeyJson(const auth::KeyRecord& k) {
           {"scope", auth::ScopeName(k.scope)},
           {"projects", k.projects},
           {"created_at", k.created_at},
-          {"allow_from", k.allow_from},
+          {"allow_from", k.allow_from.text()},
           {"expires_at", k.expires_at > 0 ? nlohmann::json(k.expires_at) : nlohmann::json()}};
 }
 
@@ -47,14 +47,12 @@ Result<nlohmann::json> CreateKey(auth::KeyStore& keys, Clock& clock, const std::
   if (!auth::ParseScope(scope_text, &scope)) {
     return Status::InvalidArgument("field 'scope' must be read, write or admin, not '" + scope_text + "'");
   }
-  TW_ASSIGN_OR_RETURN(std::string key, keys.Create(name, scope, projects, expires_at, allow_from));
-  for (const auth::KeyRecord& k : keys.List()) {
-    if (k.name != name) continue;
-    nlohmann::json out = KeyJson(k);
-    out["key"] = key;  // shown this once
-    return out;
-  }
-  return Status::Internal("key '" + name + "' vanished after its creation");
+  Result<CidrList> networks = CidrList::Parse(allow_from);
+  if (!networks.ok()) return networks.status().WithContext("field 'allow_from'");
+  TW_ASSIGN_OR_RETURN(auth::NewKey created, keys.Create(name, scope, projects, expires_at, std::move(*networks)));
+  nlohmann::json out = KeyJson(created.record);
+  out["key"] = created.key;  // shown this once
+  return out;
 }
 
 }  // namespace

@@ -75,6 +75,9 @@ void AuditLog::Stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  std::lock_guard lock(write_mu_);
+  if (day_file_) (void)day_file_->Close();
+  day_file_.reset();
 }
 
 void AuditLog::Append(AuditEntry entry, std::function<void()> durable) {
@@ -103,15 +106,10 @@ Status AuditLog::Write(const std::vector<AuditEntry>& entries) {
   std::string file, text;
   auto flush = [&]() -> Status {
     if (text.empty()) return Status::Ok();
-    const std::string path = dir_ + "/" + file;
-    const bool created = !fs_.Exists(path);
-    TW_ASSIGN_OR_RETURN(auto out, fs_.OpenAppendable(path));
-    TW_RETURN_IF_ERROR(out->Append(text));
-    TW_RETURN_IF_ERROR(out->Sync());
-    TW_RETURN_IF_ERROR(out->Close());
-    if (created) TW_RETURN_IF_ERROR(fs_.SyncDir(dir_));
+    Status s = AppendToDay(file, text);
+    if (!s.ok()) day_file_.reset();  // reopened by the next write
     text.clear();
-    return Status::Ok();
+    return s;
   };
   for (const AuditEntry& e : entries) {
     std::string day = DayFile(e.time);
@@ -122,6 +120,20 @@ Status AuditLog::Write(const std::vector<AuditEntry>& entries) {
     text += ToJson(e).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   }
   return flush();
+}
+
+Status AuditLog::AppendToDay(const std::string& day, std::string_view text) {
+  if (!day_file_ || day != day_name_) {
+    if (day_file_) (void)day_file_->Close();  // the previous day is complete and synced
+    day_file_.reset();
+    const std::string path = dir_ + "/" + day;
+    const bool created = !fs_.Exists(path);
+    TW_ASSIGN_OR_RETURN(day_file_, fs_.OpenAppendable(path));
+    if (created) TW_RETURN_IF_ERROR(fs_.SyncDir(dir_));
+    day_name_ = day;
+  }
+  TW_RETURN_IF_ERROR(day_file_->Append(text));
+  return day_file_->Sync();
 }
 
 void AuditLog::Loop() {
@@ -188,9 +200,12 @@ Status AuditLog::CutTornTail() {
 Status AuditLog::ApplyRetention() {
   if (retention_seconds_ <= 0) return Status::Ok();
   const std::string oldest_kept = DayFile(clock_.NowUnixSeconds() - retention_seconds_);
+  std::lock_guard lock(write_mu_);  // never the day being written
   TW_ASSIGN_OR_RETURN(std::vector<std::string> names, fs_.ListDir(dir_));
   for (const std::string& name : names) {
-    if (name.ends_with(kSuffix) && name < oldest_kept) TW_RETURN_IF_ERROR(fs_.RemoveFile(dir_ + "/" + name));
+    if (name.ends_with(kSuffix) && name < oldest_kept && name != day_name_) {
+      TW_RETURN_IF_ERROR(fs_.RemoveFile(dir_ + "/" + name));
+    }
   }
   return Status::Ok();
 }

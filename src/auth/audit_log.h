@@ -74,7 +74,12 @@ class AuditLog {
   Clock& clock_;
   Logger& logger_;
   const double retention_seconds_;
+  // Appends and syncs `text` to the day's file, kept open between writes.
+  Status AppendToDay(const std::string& day, std::string_view text);  // REQUIRES(write_mu_)
+
   std::mutex write_mu_;  // one writer at a time (the thread, AppendNow)
+  std::unique_ptr<WritableFile> day_file_;  // GUARDED_BY(write_mu_)
+  std::string day_name_;                    // GUARDED_BY(write_mu_)
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::pair<AuditEntry, std::function<void()>>> queue_;  // GUARDED_BY(mu_)

@@ -4,6 +4,7 @@
 #include <openssl/rand.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
@@ -54,7 +55,7 @@ nlohmann::json ToJson(const KeyRecord& k) {
   return {{"name", k.name},           {"id", k.id},
           {"secret_sha256", k.secret_hash}, {"scope", ScopeName(k.scope)},
           {"projects", k.projects},   {"created_at", k.created_at},
-          {"expires_at", k.expires_at}, {"allow_from", k.allow_from}};
+          {"expires_at", k.expires_at}, {"allow_from", k.allow_from.text()}};
 }
 
 }  // namespace
@@ -106,8 +107,9 @@ Status KeyStore::Load() {
       r.projects = k.value("projects", std::vector<std::string>{});
       r.created_at = k.value("created_at", 0.0);
       r.expires_at = k.value("expires_at", 0.0);
-      r.allow_from = k.value("allow_from", "");
-      if (!CidrList::Parse(r.allow_from).ok()) return bad("key " + r.name + ": bad allow_from");
+      Result<CidrList> allow_from = CidrList::Parse(k.value("allow_from", ""));
+      if (!allow_from.ok()) return bad("key " + r.name + ": " + allow_from.status().message());
+      r.allow_from = std::move(*allow_from);
       by_id_[r.id] = std::move(r);
     } catch (const nlohmann::json::exception& e) {
       return bad(e.what());
@@ -135,9 +137,8 @@ bool KeyStore::enabled() const {
 
 Result<Principal> KeyStore::Authenticate(std::string_view presented) const {
   if (presented.empty()) return Status::Unauthenticated("missing API key (Authorization: Bearer <key>)");
-  const std::string hash = Sha256Hex(presented);
   std::lock_guard lock(mu_);
-  if (bootstrap_hash_ && ConstantTimeEquals(hash, *bootstrap_hash_)) {
+  if (bootstrap_hash_ && ConstantTimeEquals(Sha256Hex(presented), *bootstrap_hash_)) {
     return Principal{"api-key", Scope::kAdmin, {}, {}};
   }
   std::string_view id, secret;
@@ -150,14 +151,11 @@ Result<Principal> KeyStore::Authenticate(std::string_view presented) const {
   if (k.expires_at > 0 && clock_.NowUnixSeconds() >= k.expires_at) {
     return Status::Unauthenticated("API key '" + k.name + "' has expired");
   }
-  return Principal{k.name, k.scope, k.projects, *CidrList::Parse(k.allow_from)};
+  return Principal{k.name, k.scope, k.projects, k.allow_from};
 }
 
-Result<std::string> KeyStore::Create(const std::string& name, Scope scope, std::vector<std::string> projects,
-                                     double expires_at, const std::string& allow_from) {
-  if (Result<CidrList> networks = CidrList::Parse(allow_from); !networks.ok()) {
-    return networks.status().WithContext("allow_from");
-  }
+Result<NewKey> KeyStore::Create(const std::string& name, Scope scope, std::vector<std::string> projects,
+                                double expires_at, CidrList allow_from) {
   if (!ValidName(name)) {
     return Status::InvalidArgument("key name '" + name + "': 1 to 64 letters, digits, '_', '-' or '.'");
   }
@@ -176,14 +174,14 @@ Result<std::string> KeyStore::Create(const std::string& name, Scope scope, std::
   r.projects = std::move(projects);
   r.created_at = clock_.NowUnixSeconds();
   r.expires_at = expires_at;
-  r.allow_from = allow_from;
+  r.allow_from = std::move(allow_from);
   const std::string id = r.id;
-  by_id_[id] = std::move(r);
+  by_id_[id] = r;
   if (Status s = Save(); !s.ok()) {
     by_id_.erase(id);
     return s;
   }
-  return std::string(kPrefix) + id + "_" + secret;
+  return NewKey{std::move(r), std::string(kPrefix) + id + "_" + secret};
 }
 
 Status KeyStore::Revoke(const std::string& name) {

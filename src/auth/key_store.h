@@ -47,7 +47,13 @@ struct KeyRecord {
   std::vector<std::string> projects;
   double created_at = 0;
   double expires_at = 0;  // 0: never
-  std::string allow_from;  // networks the key may be used from ("10.0.0.0/8,..."); "" any
+  CidrList allow_from;  // networks the key may be used from; empty: any
+};
+
+// A key just made: its record and the key itself, shown this once.
+struct NewKey {
+  KeyRecord record;
+  std::string key;
 };
 
 // Where a data directory keeps its keys.
@@ -69,8 +75,8 @@ class KeyStore {
 
   // Creates a key and returns it: the only time it is ever shown. Names are unique
   // ([A-Za-z0-9_.-], 1..64). Durable before it returns.
-  Result<std::string> Create(const std::string& name, Scope scope, std::vector<std::string> projects,
-                             double expires_at, const std::string& allow_from = "");
+  Result<NewKey> Create(const std::string& name, Scope scope, std::vector<std::string> projects,
+                        double expires_at, CidrList allow_from = {});
   // NotFound when there is no such key. Durable before it returns; refused at once after.
   Status Revoke(const std::string& name);
   std::vector<KeyRecord> List() const;

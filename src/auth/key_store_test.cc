@@ -26,10 +26,10 @@ class KeyStoreTest : public ::testing::Test {
 TEST_F(KeyStoreTest, AKeyAuthenticatesAsItsNameScopeAndProjects) {
   auto store = Open();
   EXPECT_FALSE(store->enabled());
-  Result<std::string> key = store->Create("ci", Scope::kWrite, {"vision"}, 0);
+  Result<NewKey> key = store->Create("ci", Scope::kWrite, {"vision"}, 0);
   ASSERT_TRUE(key.ok()) << key.status().ToString();
   EXPECT_TRUE(store->enabled());
-  Result<Principal> who = store->Authenticate(*key);
+  Result<Principal> who = store->Authenticate(key->key);
   ASSERT_TRUE(who.ok()) << who.status().ToString();
   EXPECT_EQ(who->key_name, "ci");
   EXPECT_TRUE(who->Allows(Scope::kWrite));
@@ -39,7 +39,7 @@ TEST_F(KeyStoreTest, AKeyAuthenticatesAsItsNameScopeAndProjects) {
 }
 
 TEST_F(KeyStoreTest, OnlyTheHashIsStoredAndKeysSurviveAReopen) {
-  std::string key = *Open()->Create("ana", Scope::kRead, {}, 0);
+  std::string key = Open()->Create("ana", Scope::kRead, {}, 0)->key;
   std::string file = *PosixFileSystem().ReadFile(dir_.Join("keys.json"));
   EXPECT_THAT(file, Not(HasSubstr(key.substr(key.rfind('_') + 1))));  // the secret is not in the file
   EXPECT_THAT(file, HasSubstr("\"ana\""));
@@ -49,7 +49,7 @@ TEST_F(KeyStoreTest, OnlyTheHashIsStoredAndKeysSurviveAReopen) {
 
 TEST_F(KeyStoreTest, WrongRevokedAndExpiredKeysAreRefused) {
   auto store = Open();
-  std::string key = *store->Create("temp", Scope::kAdmin, {}, clock_.NowUnixSeconds() + 60);
+  std::string key = store->Create("temp", Scope::kAdmin, {}, clock_.NowUnixSeconds() + 60)->key;
   std::string wrong = key;
   wrong.back() = wrong.back() == '0' ? '1' : '0';
   EXPECT_EQ(store->Authenticate(wrong).status().code(), StatusCode::kUnauthenticated);
@@ -59,7 +59,7 @@ TEST_F(KeyStoreTest, WrongRevokedAndExpiredKeysAreRefused) {
   clock_.Advance(60);
   EXPECT_THAT(store->Authenticate(key).status().message(), HasSubstr("'temp' has expired"));
 
-  std::string other = *store->Create("other", Scope::kRead, {}, 0);
+  std::string other = store->Create("other", Scope::kRead, {}, 0)->key;
   ASSERT_TRUE(store->Revoke("other").ok());
   EXPECT_EQ(store->Authenticate(other).status().code(), StatusCode::kUnauthenticated);
   EXPECT_EQ(Open()->Authenticate(other).status().code(), StatusCode::kUnauthenticated);

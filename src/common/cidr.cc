@@ -34,11 +34,7 @@ bool ToBytes(std::string_view text, std::array<uint8_t, 16>* out, bool* v4) {
 
 Result<CidrList> CidrList::Parse(std::string_view text) {
   CidrList list;
-  for (size_t start = 0; start <= text.size();) {
-    size_t comma = std::min(text.find(',', start), text.size());
-    std::string_view item = TrimBlanks(text.substr(start, comma - start));
-    start = comma + 1;
-    if (item.empty()) continue;
+  for (std::string_view item : SplitList(text)) {
     size_t slash = item.find('/');
     Network n;
     bool v4 = false;
@@ -58,6 +54,7 @@ Result<CidrList> CidrList::Parse(std::string_view text) {
       n.prefix = v4 ? prefix + 96 : prefix;
     }
     list.networks_.push_back(n);
+    list.text_ += (list.text_.empty() ? "" : ",") + std::string(item);
   }
   return list;
 }

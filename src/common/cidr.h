@@ -18,6 +18,8 @@ class CidrList {
   static Result<CidrList> Parse(std::string_view text);
 
   bool empty() const { return networks_.empty(); }
+  // The networks as parsed, comma-separated ("" for none): what Parse reads back.
+  const std::string& text() const { return text_; }
   // True for an address inside one of the networks; false for an unparsable address.
   bool Contains(std::string_view address) const;
 
@@ -27,6 +29,7 @@ class CidrList {
     int prefix = 128;
   };
   std::vector<Network> networks_;
+  std::string text_;
 };
 
 }  // namespace trainwatch

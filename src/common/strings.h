@@ -5,6 +5,7 @@
 #include <cctype>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace trainwatch {
 
@@ -13,6 +14,19 @@ inline std::string_view TrimBlanks(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
   return s;
+}
+
+// The items of a `sep`-separated list ("a, b,,c"), each without surrounding blanks; empty ones
+// are dropped. The views point into `text`.
+inline std::vector<std::string_view> SplitList(std::string_view text, char sep = ',') {
+  std::vector<std::string_view> items;
+  while (!text.empty()) {
+    size_t at = text.find(sep);
+    std::string_view item = TrimBlanks(text.substr(0, at));
+    text.remove_prefix(at == std::string_view::npos ? text.size() : at + 1);
+    if (!item.empty()) items.push_back(item);
+  }
+  return items;
 }
 
 // ASCII case-insensitive equality.

@@ -74,11 +74,8 @@ Status Apply(ServerConfig* c, const std::string& key, const std::string& value, 
                                      : key == "cors_origins" ? c->cors_origins
                                                              : c->secret_patterns;
     list.clear();
-    for (size_t start = 0; start <= value.size();) {
-      size_t comma = std::min(value.find(',', start), value.size());
-      std::string item(TrimBlanks(std::string_view(value).substr(start, comma - start)));
-      start = comma + 1;
-      if (item.empty()) continue;
+    for (std::string_view listed : SplitList(value)) {
+      std::string item(listed);
       if (key == "cors_origins" && item.find("://") == std::string::npos) {
         return Status::InvalidArgument(where + ": an origin looks like https://host[:port], got '" + item + "'");
       }

@@ -212,14 +212,6 @@ class Server:
             except AssertionError:
                 pass
 
-    def wait_log(self, text, timeout=60):
-        """Waits until the current process's stderr holds `text` (a line the server logs when an
-        event happened); fails with the log's tail otherwise."""
-        deadline = time.monotonic() + timeout
-        while text not in self.stderr_text():
-            assert time.monotonic() < deadline and self.alive(), "no %r in the log:\n%s" % (text, self.tail())
-            time.sleep(0.02)
-
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
 
