@@ -29,6 +29,9 @@ constexpr Setting kSettings[] = {
     {"--cors-origins", "TRAINWATCH_CORS_ORIGINS", "cors_origins", "comma-separated origins (https://app.example) whose pages may call the API; other pages cannot change anything"},
     {"--secret-patterns", "TRAINWATCH_SECRET_PATTERNS", "secret_patterns", "comma-separated config/tag key patterns whose values are masked before they are stored, besides password, passwd, secret, token, api_key, apikey, access_key, private_key, credential(s), auth"},
     {"--allow-from", "TRAINWATCH_ALLOW_FROM", "allow_from", "comma-separated networks (10.0.0.0/8, fd00::/8, 192.168.1.7) clients may connect from; others are closed at once (default: any)"},
+    {"--tls-cert", "TRAINWATCH_TLS_CERT", "tls_cert", "PEM certificate chain: HTTP, WebSocket and gRPC speak TLS 1.2+ (with --tls-key); re-read on SIGHUP and when the file changes"},
+    {"--tls-key", "TRAINWATCH_TLS_KEY", "tls_key", "PEM private key of --tls-cert"},
+    {"--tls-client-ca", "TRAINWATCH_TLS_CLIENT_CA", "tls_client_ca", "PEM CA bundle: clients must present a certificate it signed (mutual TLS); needs --tls-cert"},
     {"--http-threads", "TRAINWATCH_HTTP_THREADS", "http_threads", "HTTP I/O threads (default 2)"},
     {"--max-body-bytes", "TRAINWATCH_MAX_BODY_BYTES", "max_body_bytes", "largest request body (default 64 MiB)"},
     {"--max-image-bytes", "TRAINWATCH_MAX_IMAGE_BYTES", "max_image_bytes", "largest encoded image (default 16 MiB); larger ones are refused, the rest of their batch is kept. An image must also fit in a request (--max-body-bytes)"},
@@ -86,6 +89,9 @@ Status Apply(ServerConfig* c, const std::string& key, const std::string& value, 
     Result<CidrList> networks = CidrList::Parse(value);
     if (!networks.ok()) return wrap(networks.status());
     c->allow_from = std::move(*networks);
+  } else if (key == "tls_cert" || key == "tls_key" || key == "tls_client_ca") {
+    if (value.empty()) return Status::InvalidArgument(where + ": " + key + " names no file");
+    (key == "tls_cert" ? c->tls_cert_file : key == "tls_key" ? c->tls_key_file : c->tls_client_ca_file) = value;
   } else if (key == "alerting") {
     c->alerting_file = value;
   } else if (key == "external_url") {
@@ -239,6 +245,12 @@ Result<ServerConfig> LoadServerConfig(const std::vector<std::string>& args) {
     for (const Setting& s : kSettings) {
       if (key == s.yaml) TW_RETURN_IF_ERROR(Apply(&config, key, value, std::string("flag ") + s.flag));
     }
+  }
+  if (config.tls_cert_file.empty() != config.tls_key_file.empty()) {
+    return Status::InvalidArgument("--tls-cert and --tls-key go together: give both or neither");
+  }
+  if (!config.tls_client_ca_file.empty() && !config.tls()) {
+    return Status::InvalidArgument("--tls-client-ca needs --tls-cert and --tls-key (mutual TLS is TLS)");
   }
   return config;
 }

@@ -42,6 +42,13 @@ struct ServerConfig {
   std::vector<std::string> secret_patterns;
   // Networks clients may connect from (HTTP and gRPC); empty: any.
   CidrList allow_from;
+  // Native TLS for HTTP/WebSocket and gRPC (docs/security.md): PEM certificate chain and private
+  // key, both or neither; re-read on SIGHUP and when the files change. With a client CA, clients
+  // must present a certificate it signed (mutual TLS).
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string tls_client_ca_file;
+  bool tls() const { return !tls_cert_file.empty(); }
   ingest::IngestLimits limits;
   uint64_t checkpoint_log_bytes = 512ull << 20;
   double checkpoint_interval_seconds = 300;

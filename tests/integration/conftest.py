@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import socket
+import ssl
 import struct
 import subprocess
 import time
@@ -49,13 +50,22 @@ class Response:
         return "Response(%d, %r)" % (self.status, self.body[:500])
 
 
-def http(method, url, body=None, headers=None, timeout=30):
-    """One request; returns a Response for every HTTP status. Connection errors raise OSError."""
+def tls_client_context(ca_file, cert=None, key=None):
+    """An SSL context that trusts `ca_file` (and presents cert/key for mutual TLS)."""
+    context = ssl.create_default_context(cafile=str(ca_file))
+    if cert:
+        context.load_cert_chain(str(cert), str(key))
+    return context
+
+
+def http(method, url, body=None, headers=None, timeout=30, context=None):
+    """One request; returns a Response for every HTTP status. Connection errors raise OSError.
+    `context`: the SSL context for https:// URLs."""
     if isinstance(body, str):
         body = body.encode("utf-8")
     req = urllib.request.Request(url, data=body, method=method, headers=headers or {})
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
+        with urllib.request.urlopen(req, timeout=timeout, context=context) as r:
             return Response(r.status, r.read(), dict(r.headers))
     except urllib.error.HTTPError as e:
         return Response(e.code, e.read(), dict(e.headers))
@@ -115,9 +125,14 @@ class SeriesModel:
 
 
 class Server:
-    """One trainwatch server: a data directory, two ports, and at most one live process."""
+    """One trainwatch server: a data directory, two ports, and at most one live process.
 
-    def __init__(self, workdir, data_dir=None, extra_args=()):
+    With `--tls-cert` among its flags it speaks HTTPS: pass `ca_file` (the CA that signed the
+    certificate) and, for mutual TLS, `client_cert`/`client_key`; requests then use them."""
+
+    def __init__(self, workdir, data_dir=None, extra_args=(), ca_file=None, client_cert=None, client_key=None):
+        self.tls = "--tls-cert" in extra_args
+        self.ssl_context = tls_client_context(ca_file, client_cert, client_key) if self.tls else None
         self.workdir = str(workdir)
         os.makedirs(self.workdir, exist_ok=True)
         self.data_dir = data_dir or os.path.join(self.workdir, "data")
@@ -130,11 +145,11 @@ class Server:
 
     @property
     def url(self):
-        return "http://127.0.0.1:%d" % self.port
+        return "%s://127.0.0.1:%d" % ("https" if self.tls else "http", self.port)
 
     @property
     def ws_url(self):
-        return "ws://127.0.0.1:%d" % self.port
+        return "%s://127.0.0.1:%d" % ("wss" if self.tls else "ws", self.port)
 
     def command(self):
         return [BIN, "serve", "--data-dir", self.data_dir,
@@ -172,7 +187,7 @@ class Server:
             if self.proc.poll() is not None:
                 return False
             try:
-                if http("GET", self.url + "/healthz", timeout=2).status == 200:
+                if http("GET", self.url + "/healthz", timeout=2, context=self.ssl_context).status == 200:
                     return True
             except OSError:
                 pass
@@ -234,6 +249,7 @@ class Server:
 
     def get(self, path, params=None, **kw):
         url = self.url + path + ("?" + query_string(params) if params else "")
+        kw.setdefault("context", self.ssl_context)
         return http("GET", url, **kw)
 
     def post(self, path, body, params=None, headers=None, **kw):
@@ -243,6 +259,7 @@ class Server:
         headers = dict(headers or {})
         if not any(k.lower() == "content-type" for k in headers):
             headers["Content-Type"] = "application/json"
+        kw.setdefault("context", self.ssl_context)
         return http("POST", url, body=body, headers=headers, **kw)
 
     def write(self, lines, **kw):
@@ -291,8 +308,10 @@ class ServerFactory:
         self.tmp_path = tmp_path
         self.servers = []
 
-    def __call__(self, *extra_args, data_dir=None, start=True):
-        s = self.server_class(self.tmp_path / ("server%d" % len(self.servers)), data_dir=data_dir, extra_args=extra_args)
+    def __call__(self, *extra_args, data_dir=None, start=True, **tls):
+        """tls: ca_file, client_cert, client_key for a server started with --tls-cert (Server)."""
+        s = self.server_class(self.tmp_path / ("server%d" % len(self.servers)), data_dir=data_dir,
+                              extra_args=extra_args, **tls)
         self.servers.append(s)
         if start:
             s.start()

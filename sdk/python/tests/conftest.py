@@ -36,8 +36,8 @@ class Server(_integration.Server):
     """The integration tests' server process, with the reads the SDK tests need and an optional
     API key sent on every request."""
 
-    def __init__(self, workdir, data_dir=None, extra_args=()):
-        super().__init__(workdir, data_dir=data_dir, extra_args=extra_args)
+    def __init__(self, workdir, data_dir=None, extra_args=(), **tls):
+        super().__init__(workdir, data_dir=data_dir, extra_args=extra_args, **tls)
         self.api_key = None
 
     def get(self, path, params=None, **kw):
