@@ -14,12 +14,14 @@ void RegisterOpsRoutes(HttpServer& server, ApiContext& ctx) {
     r.body = ctx.metrics.Render();
     respond(std::move(r));
   });
-  // Lets a client that knows only the HTTP URL find the gRPC ingest.
-  server.Route("GET", "/api/v1/info", [&ctx](HttpRequest&&, Responder respond) {
+  // Lets a client that knows only the HTTP URL find the gRPC ingest: an address it can use (none
+  // for a loopback address asked from elsewhere) and whether it speaks TLS.
+  server.Route("GET", "/api/v1/info", [&ctx](HttpRequest&& request, Responder respond) {
     std::string body = "{\"version\":";
     AppendString(&body, ctx.server.version);
     body += ",\"grpc\":";
-    AppendString(&body, ctx.server.grpc_address);
+    AppendString(&body, AdvertisedGrpcAddress(ctx.server, request.remote));
+    body += ctx.server.grpc_tls ? ",\"grpc_tls\":true" : ",\"grpc_tls\":false";
     const bool keyed = ctx.keys && ctx.keys->enabled();
     body += keyed ? ",\"api_key_required\":true}\n" : ",\"api_key_required\":false}\n";
     respond(HttpResponse::Json(200, std::move(body)));

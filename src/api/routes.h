@@ -7,17 +7,12 @@
 #include "alerting/alert_manager.h"
 #include "api/http_server.h"
 #include "api/live_hub.h"
+#include "api/server_info.h"
 #include "common/metrics_registry.h"
 #include "ingest/ingestor.h"
 #include "storage/engine.h"
 
 namespace trainwatch::api {
-
-// What GET /api/v1/info tells clients about this server.
-struct ServerInfo {
-  std::string version;
-  std::string grpc_address;  // host:port of the gRPC ingest: the host as configured, the bound port
-};
 
 // Everything the handlers use; must outlive the server.
 struct ApiContext {

@@ -20,6 +20,7 @@
 #include "common/logging.h"
 #include "common/metrics_registry.h"
 #include "ingest/grpc_service.h"
+#include "ingest/grpc_tls.h"
 #include "ingest/ingestor.h"
 #include "notify/outbox.h"
 #include "server/data_dir_lock.h"
@@ -241,7 +242,13 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   if (config.grpc_listen.host.find(':') != std::string::npos) {
     grpc_address = "[" + config.grpc_listen.host + "]:" + std::to_string(config.grpc_listen.port);
   }
-  builder.AddListeningPort(grpc_address, grpc::InsecureServerCredentials(), &p->grpc_port);
+  std::shared_ptr<grpc::ServerCredentials> grpc_credentials = grpc::InsecureServerCredentials();
+  if (config.tls()) {  // the same certificate as HTTP, re-read when its files change (ingest/grpc_tls.h)
+    auto tls = ingest::GrpcTlsCredentials({config.tls_cert_file, config.tls_key_file, config.tls_client_ca_file});
+    if (!tls.ok()) return tls.status().WithContext("gRPC TLS");
+    grpc_credentials = std::move(tls).value();
+  }
+  builder.AddListeningPort(grpc_address, grpc_credentials, &p->grpc_port);
   builder.RegisterService(p->grpc_service.get());
   builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<uint64_t>(config.limits.max_body_bytes, INT32_MAX)));
   // Never share the port with another process (gRPC sets SO_REUSEPORT by default).
@@ -254,6 +261,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   api::ServerInfo info;
   info.version = kVersion;
   info.grpc_address = grpc_address.substr(0, grpc_address.rfind(':') + 1) + std::to_string(p->grpc_port);
+  info.grpc_tls = config.tls();
   p->api = std::make_unique<api::ApiContext>(
       api::ApiContext{*p->engine, *p->ingestor, p->metrics, *p->live, std::move(info), p->clock, p->alerts.get(), {}});
   p->api->keys = p->keys.get();

@@ -15,9 +15,13 @@
 namespace trainwatch::sdk {
 
 struct ConnectOptions {
-  std::string server;       // HTTP base URL
+  std::string server;       // HTTP base URL (https:// for TLS)
   std::string grpc_target;  // empty: discover through GET /api/v1/info
   std::string api_key;
+  // TLS (ClientOptions): PEM CA bundle ("": the system's), client certificate chain and key.
+  std::string tls_ca_file;
+  std::string tls_cert_file;
+  std::string tls_key_file;
   Transport transport = Transport::kAuto;
   double connect_timeout_seconds = 3;
   double request_timeout_seconds = 10;  // HTTP: one POST
@@ -40,16 +44,28 @@ class Connection {
   virtual std::string Error() = 0;
 };
 
+// Where the gRPC ingest is, and whether it speaks TLS.
+struct GrpcEndpoint {
+  std::string target;  // "host:port"; empty: none
+  bool tls = false;
+};
+
 // Establishes a connection: gRPC at the configured or advertised address, else (Transport::kAuto)
-// HTTP. Unavailable with the reason if the server cannot be reached.
+// HTTP. Unavailable with the reason if the server cannot be reached; PermissionDenied if the link
+// would carry the API key in clear text to another machine (tls_policy.h).
+//
+// Never a downgrade: with an https:// server, gRPC is used only over TLS (a configured grpc_target
+// is taken to speak TLS; an advertised plaintext one is not used: HTTPS instead, or with
+// Transport::kGrpc an error).
 Result<std::unique_ptr<Connection>> Connect(const ConnectOptions& options);
 
 // Separated so that tests and `trainwatch sync` can pick the transport explicitly.
-Result<std::unique_ptr<Connection>> ConnectGrpc(const ConnectOptions& options, const std::string& target);
+Result<std::unique_ptr<Connection>> ConnectGrpc(const ConnectOptions& options, const GrpcEndpoint& endpoint);
 Result<std::unique_ptr<Connection>> ConnectHttp(const ConnectOptions& options);
 
 // GET <server>/api/v1/info: the gRPC address the server advertises, with a wildcard host replaced
-// by the host of `server` ("" if it advertises none). Unavailable if the server cannot be reached.
-Result<std::string> DiscoverGrpcTarget(const ConnectOptions& options);
+// by the host of `server` (target "" if it advertises none), and whether it speaks TLS.
+// Unavailable if the server cannot be reached.
+Result<GrpcEndpoint> DiscoverGrpcEndpoint(const ConnectOptions& options);
 
 }  // namespace trainwatch::sdk

@@ -3,7 +3,9 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "common/file_system.h"
 #include "connection.h"
+#include "tls_policy.h"
 #include "trainwatch/v1/ingest.grpc.pb.h"
 
 namespace trainwatch::sdk {
@@ -62,9 +64,39 @@ class GrpcConnection final : public Connection {
   grpc::Status finish_status_;
 };
 
+// TLS channel credentials: the CA bundle (else gRPC's default roots) and, for mutual TLS, the
+// client certificate and key, read now so that renewed files are used by the next connection.
+Result<std::shared_ptr<grpc::ChannelCredentials>> TlsCredentials(const ConnectOptions& options) {
+  grpc::SslCredentialsOptions ssl;
+  FileSystem& fs = PosixFileSystem();
+  if (!options.tls_ca_file.empty()) {
+    auto ca = fs.ReadFile(options.tls_ca_file);
+    if (!ca.ok()) return ca.status().WithContext("reading the TLS CA bundle (tls_ca_file)");
+    ssl.pem_root_certs = *std::move(ca);
+  }
+  if (options.tls_cert_file.empty() != options.tls_key_file.empty()) {
+    return Status::InvalidArgument("tls_cert_file and tls_key_file go together: give both or neither");
+  }
+  if (!options.tls_cert_file.empty()) {
+    auto cert = fs.ReadFile(options.tls_cert_file);
+    if (!cert.ok()) return cert.status().WithContext("reading the TLS client certificate (tls_cert_file)");
+    auto key = fs.ReadFile(options.tls_key_file);
+    if (!key.ok()) return key.status().WithContext("reading the TLS client key (tls_key_file)");
+    ssl.pem_cert_chain = *std::move(cert);
+    ssl.pem_private_key = *std::move(key);
+  }
+  return grpc::SslCredentials(ssl);
+}
+
 }  // namespace
 
-Result<std::unique_ptr<Connection>> ConnectGrpc(const ConnectOptions& options, const std::string& target) {
+Result<std::unique_ptr<Connection>> ConnectGrpc(const ConnectOptions& options, const GrpcEndpoint& endpoint) {
+  const std::string& target = endpoint.target;
+  TW_RETURN_IF_ERROR(CheckKeyNotInClear(options.api_key, endpoint.tls, HostOfTarget(target), "gRPC at " + target));
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (endpoint.tls) {
+    TW_ASSIGN_OR_RETURN(credentials, TlsCredentials(options));
+  }
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, 64 << 20);
   args.SetInt(GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, 64 << 20);
@@ -73,8 +105,15 @@ Result<std::unique_ptr<Connection>> ConnectGrpc(const ConnectOptions& options, c
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   // Each connection attempt gets a channel of its own (no sharing of a broken subchannel).
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  auto channel = grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  auto channel = grpc::CreateCustomChannel(target, credentials, args);
   if (!channel->WaitForConnected(Deadline(options.connect_timeout_seconds))) {
+    if (endpoint.tls) {
+      return Status::Unavailable("cannot connect to the gRPC ingest at " + target +
+                                 " over TLS (unreachable, or the TLS handshake failed: is its certificate signed by " +
+                                 (options.tls_ca_file.empty() ? std::string("a CA this system trusts")
+                                                              : "the CA in " + options.tls_ca_file) +
+                                 ", for this host?)");
+    }
     return Status::Unavailable("cannot connect to the gRPC ingest at " + target);
   }
   return std::unique_ptr<Connection>(new GrpcConnection(std::move(channel), options.api_key));
@@ -82,17 +121,26 @@ Result<std::unique_ptr<Connection>> ConnectGrpc(const ConnectOptions& options, c
 
 Result<std::unique_ptr<Connection>> Connect(const ConnectOptions& options) {
   if (options.transport == Transport::kHttp) return ConnectHttp(options);
-  std::string target = options.grpc_target;
-  if (target.empty()) {
-    TW_ASSIGN_OR_RETURN(target, DiscoverGrpcTarget(options));
+  const bool https = IsHttpsUrl(options.server);
+  GrpcEndpoint endpoint{options.grpc_target, https};
+  if (endpoint.target.empty()) {
+    TW_ASSIGN_OR_RETURN(endpoint, DiscoverGrpcEndpoint(options));
   }
-  if (target.empty()) {
+  if (!endpoint.target.empty() && https && !endpoint.tls) {  // never a downgrade
+    if (options.transport == Transport::kGrpc) {
+      return Status::Unavailable("the server at " + options.server + " advertises plaintext gRPC at " +
+                                 endpoint.target + ", which an https:// server URL never uses (start the "
+                                 "server with --tls-cert and --tls-key, or use the HTTP transport)");
+    }
+    return ConnectHttp(options);
+  }
+  if (endpoint.target.empty()) {
     if (options.transport == Transport::kGrpc) {
       return Status::Unavailable("the server at " + options.server + " advertises no gRPC ingest");
     }
     return ConnectHttp(options);
   }
-  auto grpc = ConnectGrpc(options, target);
+  auto grpc = ConnectGrpc(options, endpoint);
   if (grpc.ok() || options.transport == Transport::kGrpc) return grpc;
   return ConnectHttp(options);
 }

@@ -8,8 +8,9 @@
 #include <curl/curl.h>
 #include <nlohmann/json.hpp>
 
-#include "connection.h"
 #include "common/json.h"
+#include "connection.h"
+#include "tls_policy.h"
 
 namespace trainwatch::sdk {
 namespace {
@@ -33,6 +34,15 @@ std::string TrimSlash(std::string url) {
   return url;
 }
 
+// TLS 1.2 or later; the CA bundle and client certificate of `options` when given (an http:// URL
+// ignores them).
+void SetTlsOptions(CURL* curl, const ConnectOptions& options) {
+  curl_easy_setopt(curl, CURLOPT_SSLVERSION, static_cast<long>(CURL_SSLVERSION_TLSv1_2));
+  if (!options.tls_ca_file.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, options.tls_ca_file.c_str());
+  if (!options.tls_cert_file.empty()) curl_easy_setopt(curl, CURLOPT_SSLCERT, options.tls_cert_file.c_str());
+  if (!options.tls_key_file.empty()) curl_easy_setopt(curl, CURLOPT_SSLKEY, options.tls_key_file.c_str());
+}
+
 struct Reply {
   long code = 0;
   std::string body;
@@ -42,8 +52,10 @@ struct Reply {
 Result<Reply> Perform(CURL* curl, const std::string& url, const std::string* post_body,
                       const ConnectOptions& options, double timeout_seconds,
                       std::atomic<bool>* cancelled) {
+  TW_RETURN_IF_ERROR(CheckKeyNotInClear(options.api_key, IsHttpsUrl(url), HostOfUrl(url), TrimSlash(options.server)));
   Reply reply;
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  SetTlsOptions(curl, options);
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options.connect_timeout_seconds * 1000));
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout_seconds * 1000));
@@ -167,18 +179,6 @@ class HttpConnection final : public Connection {
   std::string error_;              // GUARDED_BY(mu_)
 };
 
-// The host of an http(s) URL ("[::1]" stays bracketed).
-std::string HostOf(const std::string& url) {
-  size_t start = url.find("://");
-  start = start == std::string::npos ? 0 : start + 3;
-  size_t end = url.find_first_of("/?#", start);
-  std::string authority = url.substr(start, end == std::string::npos ? std::string::npos : end - start);
-  size_t at = authority.rfind('@');
-  if (at != std::string::npos) authority = authority.substr(at + 1);
-  if (!authority.empty() && authority[0] == '[') return authority.substr(0, authority.find(']') + 1);
-  return authority.substr(0, authority.find(':'));
-}
-
 // One GET of `path` on the server, on a handle of its own.
 Result<Reply> Get(const ConnectOptions& options, const std::string& path) {
   GlobalInit();
@@ -192,24 +192,28 @@ Result<Reply> Get(const ConnectOptions& options, const std::string& path) {
 
 }  // namespace
 
-Result<std::string> DiscoverGrpcTarget(const ConnectOptions& options) {
+Result<GrpcEndpoint> DiscoverGrpcEndpoint(const ConnectOptions& options) {
   auto reply = Get(options, "/api/v1/info");
   if (!reply.ok()) return reply.status();
   if (reply->code == 401 || reply->code == 403) {
     return Status::Unavailable("the server at " + options.server + " refused the API key (HTTP " +
                                std::to_string(reply->code) + ")");
   }
-  if (reply->code != 200) return std::string();  // an older server: HTTP only
+  GrpcEndpoint endpoint;
+  if (reply->code != 200) return endpoint;  // an older server: HTTP only
   nlohmann::json j = ParseJsonOrDiscarded(reply->body);
-  if (!j.is_object() || !j.contains("grpc") || !j["grpc"].is_string()) return std::string();
+  if (!j.is_object() || !j.contains("grpc") || !j["grpc"].is_string()) return endpoint;
+  // A server without the field is older than TLS: plaintext.
+  endpoint.tls = j.contains("grpc_tls") && j["grpc_tls"].is_boolean() && j["grpc_tls"].get<bool>();
   std::string target = j["grpc"].get<std::string>();
   size_t colon = target.rfind(':');
-  if (colon == std::string::npos) return std::string();
+  if (colon == std::string::npos) return endpoint;
   std::string host = target.substr(0, colon);
   if (host.empty() || host == "0.0.0.0" || host == "[::]" || host == "::") {
-    target = HostOf(options.server) + target.substr(colon);
+    target = HostOfUrl(options.server) + target.substr(colon);
   }
-  return target;
+  endpoint.target = std::move(target);
+  return endpoint;
 }
 
 Result<std::unique_ptr<Connection>> ConnectHttp(const ConnectOptions& options) {

@@ -23,6 +23,9 @@ void ClientCore::SenderLoop() {
   connect.server = options_.server;
   connect.grpc_target = options_.grpc_target;
   connect.api_key = options_.api_key;
+  connect.tls_ca_file = options_.tls_ca_file;
+  connect.tls_cert_file = options_.tls_cert_file;
+  connect.tls_key_file = options_.tls_key_file;
   connect.transport = options_.transport;
   connect.request_timeout_seconds = options_.ack_timeout_seconds;
   std::unique_ptr<Connection> connection;

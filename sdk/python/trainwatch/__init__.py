@@ -14,7 +14,8 @@ Nothing in the training loop raises: problems are reported once each as a `Train
 (the `warnings` module; filter or escalate them with `warnings.filterwarnings`).
 
 Settings come from init()'s arguments, else the environment (TRAINWATCH_SERVER, TRAINWATCH_PROJECT,
-TRAINWATCH_API_KEY, TRAINWATCH_MODE=offline, TRAINWATCH_SPOOL_DIR); see sdk/python/README.md.
+TRAINWATCH_API_KEY, TRAINWATCH_MODE=offline, TRAINWATCH_SPOOL_DIR, TRAINWATCH_TLS_CA/_CERT/_KEY);
+see sdk/python/README.md.
 """
 from . import _jsonable, _session, _settings, _trainwatch
 from ._run import Config, Run, TrainwatchWarning
@@ -36,7 +37,9 @@ def init(project=None, name=None, id=None, group=None, tags=None, config=None, s
     server, api_key, mode ("online" or "offline"): default from the environment (module doc).
     system_metrics: True (CPU/memory/GPU/... every second), False, or an interval in seconds.
     options: fields of the C++ ClientOptions (flush_timeout_seconds, transport="http", spool_dir,
-        batch_max_delay_seconds, ...) and RunOptions (nvml_library); see client.h.
+        batch_max_delay_seconds, tls_ca_file, tls_cert_file, tls_key_file, ...) and RunOptions
+        (nvml_library); see client.h. An https:// server is spoken to over TLS only; an API key is
+        never sent in clear text to another machine (docs/sdk.md, "TLS").
 
     Raises ValueError/TypeError for bad arguments; an unreachable server is not an error (the
     data is spooled and one warning says so). Runs still open at interpreter exit are finished

@@ -7,6 +7,9 @@ An argument given to init() wins over its environment variable, which wins over 
     TRAINWATCH_API_KEY    API key, sent as `Authorization: Bearer <key>`
     TRAINWATCH_MODE       "online" (default) or "offline" (write the spool only)
     TRAINWATCH_SPOOL_DIR  where undelivered batches are kept (default ~/.cache/trainwatch/spool)
+    TRAINWATCH_TLS_CA     PEM CA bundle that signed an https:// server's certificate (tls_ca_file)
+    TRAINWATCH_TLS_CERT   PEM client certificate for mutual TLS (tls_cert_file)
+    TRAINWATCH_TLS_KEY    its PEM private key (tls_key_file)
 """
 import os
 
@@ -23,7 +26,11 @@ OVERFLOW = {"drop_oldest": _trainwatch.OverflowPolicy.DROP_OLDEST,
 CLIENT_FIELDS = ("grpc_target", "transport", "spool_max_bytes", "memory_max_bytes",
                  "buffer_records", "overflow", "batch_max_points", "batch_max_bytes", "batch_max_delay_seconds",
                  "heartbeat_interval_seconds", "backoff_initial_seconds", "backoff_max_seconds",
-                 "ack_timeout_seconds", "flush_timeout_seconds", "secret_patterns")
+                 "ack_timeout_seconds", "flush_timeout_seconds", "secret_patterns",
+                 "tls_ca_file", "tls_cert_file", "tls_key_file")
+# TLS files: option -> environment variable.
+TLS_FILES = {"tls_ca_file": "TRAINWATCH_TLS_CA", "tls_cert_file": "TRAINWATCH_TLS_CERT",
+             "tls_key_file": "TRAINWATCH_TLS_KEY"}
 RUN_FIELDS = ("nvml_library",)
 
 DEFAULT_SYSTEM_METRICS_INTERVAL = 1.0
@@ -53,6 +60,8 @@ def client_options(server=None, api_key=None, mode=None, spool_dir=None, **optio
     o.api_key = api_key or _env("TRAINWATCH_API_KEY") or ""
     o.mode = _choice(MODES, mode or _env("TRAINWATCH_MODE") or "online", "mode")
     o.spool_dir = spool_dir or _env("TRAINWATCH_SPOOL_DIR") or ""
+    for key, variable in TLS_FILES.items():
+        setattr(o, key, _env(variable) or "")
     for key, value in options.items():
         if key not in CLIENT_FIELDS:
             raise TypeError("init() got an unexpected keyword argument %r" % key)
@@ -62,8 +71,21 @@ def client_options(server=None, api_key=None, mode=None, spool_dir=None, **optio
             value = _choice(OVERFLOW, value, "overflow")
         elif key == "secret_patterns":
             value = [str(p) for p in value]
+        elif key in TLS_FILES:
+            value = "" if value is None else os.fspath(value)
         setattr(o, key, value)
+    _check_tls_files(o)
     return o
+
+
+def _check_tls_files(o):
+    """A TLS file that is not there is a bad argument, said now rather than at every connection."""
+    for key, variable in TLS_FILES.items():
+        path = getattr(o, key)
+        if path and not os.path.isfile(path):
+            raise ValueError("%s (or %s): no such file: %r" % (key, variable, path))
+    if bool(o.tls_cert_file) != bool(o.tls_key_file):
+        raise ValueError("tls_cert_file and tls_key_file go together: give both or neither")
 
 
 def run_options(project=None, id=None, name=None, group=None, tags=None, config_json="",

@@ -62,11 +62,23 @@ enum class WarningKind {
 };
 
 struct ClientOptions {
-  // The server's HTTP base URL.
+  // The server's HTTP base URL; https:// for TLS (see docs/sdk.md, "TLS").
   std::string server = "http://127.0.0.1:8080";
   // gRPC target ("host:port"); empty: the address the server advertises, on the server's host.
+  // With an https:// server it is spoken to over TLS.
   std::string grpc_target;
-  std::string api_key;  // sent as `Authorization: Bearer <key>`
+  // Sent as `Authorization: Bearer <key>`, and never in clear text to another machine: with an
+  // http:// server URL (or a plaintext gRPC target) whose host is not loopback (127.0.0.0/8, ::1,
+  // localhost) the client refuses to connect, and says to use https:// (a kServerUnreachable
+  // warning; what is logged is spooled as during any outage).
+  std::string api_key;
+  // TLS, for https:// servers and gRPC over TLS: a PEM CA bundle to verify the server's certificate
+  // with (empty: the system's CAs), and for mutual TLS a PEM client certificate chain and its key
+  // (both or neither). Read at each connection attempt. An https:// server is never downgraded: if
+  // it advertises plaintext gRPC, the HTTPS transport is used instead.
+  std::string tls_ca_file;
+  std::string tls_cert_file;
+  std::string tls_key_file;
   // Config and tag keys whose values are masked ("***") before they leave the process, besides
   // password, passwd, secret, token, api_key, apikey, access_key, private_key, credential(s), auth.
   std::vector<std::string> secret_patterns;
