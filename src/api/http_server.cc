@@ -780,9 +780,23 @@ std::optional<HttpResponse> HttpServer::Impl::KeyRefusal(const Head& head, auth:
   }
   std::string_view sent;
   if (head.authorization.starts_with("Bearer ")) sent = std::string_view(head.authorization).substr(7);
-  auto key_param = head.target.query.find("key");
-  if (sent.empty() && key_param != head.target.query.end()) sent = key_param->second;
-  Result<auth::Principal> principal = options_.keys->Authenticate(sent);
+  const auto& query = head.target.query;
+  auto token = query.find("token");
+  if (sent.empty() && token == query.end() && query.contains("key")) {
+    return HttpResponse::Error(401, "a key is not accepted in a URL (?key=): send it as Authorization: Bearer <key>, "
+                                    "or, where a browser cannot send a header (WebSocket, <img>), a short-lived "
+                                    "?token= from POST /api/v1/tokens");
+  }
+  // Where a browser cannot send a header, a short-lived token stands in for its key: reads only.
+  const bool by_token = sent.empty() && token != query.end();
+  if (by_token && head.method != "GET" && head.method != "HEAD" && !head.upgrade) {
+    return HttpResponse::Error(401, "a token (?token=) is good only for GET, HEAD and WebSocket upgrades; send "
+                                    "the key as Authorization: Bearer <key>");
+  }
+  Result<auth::Principal> principal =
+      !by_token ? options_.keys->Authenticate(sent)
+      : options_.tokens ? options_.tokens->Authenticate(token->second)
+                        : Result<auth::Principal>(Status::Unauthenticated("this server issues no tokens"));
   if (!principal.ok()) return HttpResponse::Error(401, principal.status().message());
   *who = std::move(*principal);
   if (!who->allow_from.empty() && !who->allow_from.Contains(head.remote)) {

@@ -19,6 +19,7 @@
 
 #include "auth/audit_log.h"
 #include "auth/key_store.h"
+#include "auth/token_issuer.h"
 #include "common/cidr.h"
 #include "common/logging.h"
 #include "common/metrics_registry.h"
@@ -97,10 +98,14 @@ struct HttpServerOptions {
   int read_timeout_seconds = 60;
   size_t max_websocket_queue_bytes = 16 << 20;
   // When it holds any key, every request but GET /healthz and those the fallback serves must carry
-  // `Authorization: Bearer <key>` (browsers' WebSockets may pass it as the `key` query parameter
-  // instead), of the route's scope, naming (`project=`) a project the key sees. Checked on the
-  // request header, before any body byte is read or `100 Continue` sent. Null: no keys.
+  // `Authorization: Bearer <key>` (where a browser cannot send a header — a WebSocket, an <img> —
+  // a GET, HEAD or upgrade may carry a short-lived `token` query parameter from `tokens` instead;
+  // a `key` query parameter is refused), of the route's scope, naming (`project=`) a project the
+  // key sees. Checked on the request header, before any body byte is read or `100 Continue` sent.
+  // Null: no keys.
   const auth::KeyStore* keys = nullptr;
+  // Checks `?token=`; null: no tokens are accepted.
+  const auth::TokenIssuer* tokens = nullptr;
   // Every state-changing request and every refused key is recorded here, and answered once its
   // entry is durable. Null: no audit.
   auth::AuditLog* audit = nullptr;

@@ -1,5 +1,6 @@
 // The API keys and the audit log (admin scope): GET /api/v1/keys, POST /api/v1/keys,
-// POST /api/v1/keys/revoke, GET /api/v1/audit.
+// POST /api/v1/keys/revoke, GET /api/v1/audit; and short-lived tokens (any key):
+// POST /api/v1/tokens.
 #include <nlohmann/json.hpp>
 
 #include "api/query_params.h"
@@ -87,7 +88,32 @@ void HandleAudit(auth::AuditLog& audit, const HttpRequest& req, Responder respon
   respond(HttpResponse::Json(200, nlohmann::json{{"entries", list}}.dump() + "\n"));
 }
 
+namespace {
+
+// POST /api/v1/tokens (any key, no body): a short-lived token for the key the request carries,
+// what a browser passes as ?token= where it cannot send the key in a header.
+void HandleToken(const auth::TokenIssuer& tokens, const HttpRequest& req, Responder respond) {
+  Result<auth::IssuedToken> issued = tokens.Issue(req.principal);
+  if (!issued.ok()) return respond(HttpResponse::Error(HttpStatusOf(issued.status()), issued.status().message()));
+  HttpResponse r = HttpResponse::Json(200, nlohmann::json{{"token", issued->token},
+                                                          {"expires_at", issued->expires_at},
+                                                          {"ttl_seconds", tokens.ttl_seconds()}}
+                                               .dump() +
+                                           "\n");
+  r.headers = {{"Cache-Control", "no-store"}};
+  respond(std::move(r));
+}
+
+}  // namespace
+
 void RegisterKeyRoutes(HttpServer& server, ApiContext& ctx) {
+  if (ctx.tokens) {
+    server.Route(
+        "POST", "/api/v1/tokens",
+        [&tokens = *ctx.tokens](HttpRequest&& req, Responder respond) { HandleToken(tokens, req, std::move(respond)); },
+        // Any key; a project-bound key's token carries all its projects.
+        RouteOptions{.scope = auth::Scope::kRead, .projects_in_body = true});
+  }
   if (ctx.audit) {
     server.Route(
         "GET", "/api/v1/audit",

@@ -27,6 +27,7 @@ struct ApiContext {
   std::function<Result<std::string>()> reload_rules;
   auth::KeyStore* keys = nullptr;    // null: key routes are not registered
   auth::AuditLog* audit = nullptr;   // null: GET /api/v1/audit is not registered
+  const auth::TokenIssuer* tokens = nullptr;  // null: POST /api/v1/tokens is not registered
 };
 
 void RegisterWriteRoutes(HttpServer& server, ApiContext& ctx);  // write_routes.cc
@@ -35,7 +36,7 @@ void RegisterRunDataRoutes(HttpServer& server, ApiContext& ctx);  // run_data_ro
 void RegisterMediaRoutes(HttpServer& server, ApiContext& ctx);  // media_routes.cc
 void RegisterOpsRoutes(HttpServer& server, ApiContext& ctx);    // ops_routes.cc
 void RegisterAlertRoutes(HttpServer& server, ApiContext& ctx);  // alert_routes.cc
-void RegisterKeyRoutes(HttpServer& server, ApiContext& ctx);    // key_routes.cc
+void RegisterKeyRoutes(HttpServer& server, ApiContext& ctx);    // key_routes.cc (keys, tokens, audit)
 
 inline void RegisterRoutes(HttpServer& server, ApiContext& ctx) {
   RegisterWriteRoutes(server, ctx);

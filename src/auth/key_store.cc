@@ -17,6 +17,7 @@ namespace {
 constexpr std::string_view kPrefix = "tw_";
 constexpr size_t kIdBytes = 4;
 constexpr size_t kSecretBytes = 32;
+constexpr std::string_view kBootstrapId = "api-key";
 
 std::string Sha256Hex(std::string_view data) {
   unsigned char digest[EVP_MAX_MD_SIZE];
@@ -139,7 +140,7 @@ Result<Principal> KeyStore::Authenticate(std::string_view presented) const {
   if (presented.empty()) return Status::Unauthenticated("missing API key (Authorization: Bearer <key>)");
   std::lock_guard lock(mu_);
   if (bootstrap_hash_ && ConstantTimeEquals(Sha256Hex(presented), *bootstrap_hash_)) {
-    return Principal{"api-key", Scope::kAdmin, {}, {}};
+    return Principal{"api-key", Scope::kAdmin, {}, {}, std::string(kBootstrapId)};
   }
   std::string_view id, secret;
   if (!SplitKey(presented, &id, &secret)) return Status::Unauthenticated("wrong API key");
@@ -151,7 +152,18 @@ Result<Principal> KeyStore::Authenticate(std::string_view presented) const {
   if (k.expires_at > 0 && clock_.NowUnixSeconds() >= k.expires_at) {
     return Status::Unauthenticated("API key '" + k.name + "' has expired");
   }
-  return Principal{k.name, k.scope, k.projects, k.allow_from};
+  return Principal{k.name, k.scope, k.projects, k.allow_from, k.id};
+}
+
+std::optional<KeyBinding> KeyStore::FindById(std::string_view key_id) const {
+  std::lock_guard lock(mu_);
+  if (key_id == kBootstrapId && bootstrap_hash_) {
+    return KeyBinding{Principal{"api-key", Scope::kAdmin, {}, {}, std::string(kBootstrapId)}, *bootstrap_hash_, 0};
+  }
+  auto it = by_id_.find(std::string(key_id));
+  if (it == by_id_.end()) return std::nullopt;
+  const KeyRecord& k = it->second;
+  return KeyBinding{Principal{k.name, k.scope, k.projects, k.allow_from, k.id}, k.secret_hash, k.expires_at};
 }
 
 Result<NewKey> KeyStore::Create(const std::string& name, Scope scope, std::vector<std::string> projects,

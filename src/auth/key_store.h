@@ -34,6 +34,9 @@ struct Principal {
   Scope scope = Scope::kAdmin;
   std::vector<std::string> projects;  // empty: every project
   CidrList allow_from;                // empty: any client address
+  // The key's public id ("api-key" for the server's --api-key, "" without keys): what a
+  // short-lived token is bound to (auth/token_issuer.h).
+  std::string key_id;
 
   bool Allows(Scope needed) const { return scope >= needed; }
   bool SeesProject(std::string_view project) const;
@@ -54,6 +57,13 @@ struct KeyRecord {
 struct NewKey {
   KeyRecord record;
   std::string key;
+};
+
+// A key as a short-lived token sees it (auth/token_issuer.h).
+struct KeyBinding {
+  Principal principal;
+  std::string secret_hash;
+  double expires_at = 0;  // 0: never
 };
 
 // Where a data directory keeps its keys.
@@ -80,6 +90,10 @@ class KeyStore {
   // NotFound when there is no such key. Durable before it returns; refused at once after.
   Status Revoke(const std::string& name);
   std::vector<KeyRecord> List() const;
+
+  // The key whose id is `key_id` (Principal::key_id; "api-key" for the bootstrap key), expired or
+  // not; none once it is revoked. What a short-lived token is checked against on every use.
+  std::optional<KeyBinding> FindById(std::string_view key_id) const;
 
  private:
   KeyStore(FileSystem& fs, std::string path, Clock& clock) : fs_(fs), path_(std::move(path)), clock_(clock) {}

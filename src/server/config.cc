@@ -45,6 +45,7 @@ constexpr Setting kSettings[] = {
     {"--alerting", "TRAINWATCH_ALERTING", "alerting", "YAML file of alert rules, detector settings, receivers and routes (docs/rules.md, docs/notifications.md); re-read on SIGHUP"},
     {"--external-url", "TRAINWATCH_EXTERNAL_URL", "external_url", "base URL of this server in alert links (default http://LISTEN)"},
     {"--audit-retention", "TRAINWATCH_AUDIT_RETENTION", "audit_retention", "how long audit log entries are kept (default 90d)"},
+    {"--token-ttl", "TRAINWATCH_TOKEN_TTL", "token_ttl", "how long a short-lived token (POST /api/v1/tokens; what the dashboard puts in WebSocket and image URLs instead of its key) is good for, 1s to 1h (default 5m)"},
     {"--alert-cooldown", "TRAINWATCH_ALERT_COOLDOWN", "alert_cooldown", "an incident that recurs within this after resolving reopens its alert without notifying again (default 10m)"},
 };
 
@@ -114,6 +115,11 @@ Status Apply(ServerConfig* c, const std::string& key, const std::string& value, 
       if (!age.ok()) return wrap(age.status());
       c->retention_max_age[item.substr(0, eq)] = *age;
     }
+  } else if (key == "token_ttl") {
+    Result<double> d = ParseDuration(value);
+    if (!d.ok()) return wrap(d.status());
+    if (*d < 1 || *d > 3600) return Status::InvalidArgument(where + ": token_ttl must be from 1s to 1h");
+    c->token_ttl_seconds = *d;
   } else if (key == "disk_guard_min_age" || key == "retention_interval" || key == "checkpoint_interval" ||
              key == "alert_cooldown" || key == "audit_retention") {
     Result<double> d = ParseDuration(value);

@@ -64,6 +64,8 @@ struct ServerConfig {
   std::string external_url;
   double alert_cooldown_seconds = 600;
   double audit_retention_seconds = 90 * 86400.0;
+  // How long a short-lived token lives (docs/security.md, "Short-lived tokens").
+  double token_ttl_seconds = 300;
 };
 
 // Durations ("90", "10s", "15m", "12h", "30d", "2w", "1h30m"): common/duration.h.

@@ -15,6 +15,7 @@
 #include "api/routes.h"
 #include "api/static_files.h"
 #include "auth/key_store.h"
+#include "auth/token_issuer.h"
 #include "common/clock.h"
 #include "common/file_system.h"
 #include "common/logging.h"
@@ -42,6 +43,7 @@ struct Server::Parts {
   MetricsRegistry metrics;
   std::unique_ptr<DataDirLock> lock;
   std::unique_ptr<auth::KeyStore> keys;
+  std::unique_ptr<auth::TokenIssuer> tokens;
   std::unique_ptr<auth::AuditLog> audit;
   std::unique_ptr<storage::Engine> engine;
   std::unique_ptr<ingest::Ingestor> ingestor;
@@ -175,6 +177,8 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   TW_ASSIGN_OR_RETURN(p->lock, DataDirLock::Acquire(config.data_dir));
   TW_ASSIGN_OR_RETURN(p->keys, auth::KeyStore::Open(PosixFileSystem(), auth::KeyFilePath(config.data_dir), p->clock));
   p->keys->SetBootstrapKey(config.api_key);
+  TW_ASSIGN_OR_RETURN(std::string token_secret, auth::RandomTokenSecret());
+  p->tokens = std::make_unique<auth::TokenIssuer>(*p->keys, p->clock, std::move(token_secret), config.token_ttl_seconds);
   TW_ASSIGN_OR_RETURN(p->audit, auth::AuditLog::Open(PosixFileSystem(), auth::AuditDir(config.data_dir), p->clock,
                                                       log, config.audit_retention_seconds));
   if (!p->keys->enabled() && (!config.listen.IsLoopback() || !config.grpc_listen.IsLoopback())) {
@@ -266,6 +270,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
       api::ApiContext{*p->engine, *p->ingestor, p->metrics, *p->live, std::move(info), p->clock, p->alerts.get(), {}});
   p->api->keys = p->keys.get();
   p->api->audit = p->audit.get();
+  p->api->tokens = p->tokens.get();
   if (!config.alerting_file.empty()) p->api->reload_rules = [parts = p.get()] { return parts->ReloadAlerting(); };
   api::HttpServerOptions http_options;
   http_options.host = config.listen.host;
@@ -273,6 +278,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   http_options.threads = config.http_threads;
   http_options.max_body_bytes = config.limits.max_body_bytes;
   http_options.keys = p->keys.get();
+  http_options.tokens = p->tokens.get();
   http_options.audit = p->audit.get();
   http_options.allow_from = config.allow_from;
   http_options.allowed_hosts = config.allowed_hosts;

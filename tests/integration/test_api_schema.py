@@ -172,6 +172,12 @@ def test_errors_and_info(schema, populated):
     check(schema, "ServerInfo", get(populated, "/api/v1/info"))
 
 
+def test_token(schema, populated):
+    r = populated.post("/api/v1/tokens", b"")
+    assert r.status == 200, r
+    check(schema, "Token", json.loads(r.body))
+
+
 def test_live_messages(schema, populated):
     ws = websocket.create_connection(populated.ws_url + "/api/v1/live", timeout=10)
     try:

@@ -298,7 +298,11 @@ def test_blobs_are_served_with_caching_headers_and_the_api_key_rule(server_facto
     assert server.get(url, headers=dict(auth, **{"If-None-Match": '"other"'})).status == 200
     assert server.get(url.upper().replace("/API/V1/BLOBS/", "/api/v1/blobs/"), headers=auth).body == png
     assert server.get(url).status == 401
-    assert server.get(url, {"key": "sekret"}).body == png  # as an <img src> can send it
+    # An <img src> cannot send the header: it passes a short-lived token, never the key.
+    r = server.get(url, {"key": "sekret"})
+    assert r.status == 401 and "token" in r.json()["error"], r
+    token = server.post("/api/v1/tokens", b"", headers=auth).json()["token"]
+    assert server.get(url, {"token": token}).body == png
     head = http("HEAD", server.url + url, headers=auth)
     assert head.status == 200 and head.body == b"" and head.headers["Content-Length"] == str(len(png))
     assert server.post(url, b"", headers=auth).status == 405

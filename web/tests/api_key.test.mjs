@@ -1,7 +1,8 @@
 // The dashboard against a server with an API key (docs/dashboard.md, "API key"), in a browser that
 // has the key already (localStorage, as after the prompt: the prompt itself is reached through
-// 401 answers, which the browser logs as console errors): its requests carry the key, and so do the
-// <img> elements of the image panels, which cannot send headers (they pass ?key=).
+// 401 answers, which the browser logs as console errors): its requests carry the key; the <img>
+// elements of the image panels and the WebSocket, which cannot send headers, pass a short-lived
+// token (?token=) instead, never the key.
 // Run: scripts/test_browser.sh [build-dir]
 import assert from 'node:assert/strict';
 import { browserSuite, byTestId, encodePng, poll } from './harness.mjs';
@@ -28,7 +29,7 @@ const suite = browserSuite({
   },
 });
 
-suite.test('with an API key: charts and images load, the images passing the key', async ({ open, server }) => {
+suite.test('with an API key: charts and images load, the images passing a token', async ({ open, server }) => {
   const page = await open('/#/runs/keyed/r', {
     init: (key) => localStorage.setItem('trainwatch.apiKey', key), initArg: KEY,
   });
@@ -39,9 +40,15 @@ suite.test('with an API key: charts and images load, the images passing the key'
   await poll(() => img.evaluate((e) => e.complete && e.naturalWidth === 12), { what: 'the image decoded, 12 px wide' });
   const src = new URL(await img.getAttribute('src'), server.url);
   assert.match(src.pathname, /^\/api\/v1\/blobs\/[0-9a-f]{64}$/);
-  assert.equal(src.searchParams.get('key'), KEY, 'the <img> passes the key');
-  // the same address without the key is refused: the key is what let the image in
+  assert.equal(src.searchParams.get('key'), null, 'the key is not in the URL');
+  assert.ok(src.searchParams.get('token')?.startsWith('twt_'), `the <img> passes a token: ${src}`);
+  // the same address without the token is refused: the token is what let the image in
   assert.equal((await server.request('GET', src.pathname)).status, 401);
+  assert.equal((await server.request('GET', src.pathname + src.search)).status, 200);
+  // and a key in the URL is refused, saying what to use instead
+  const keyed = await server.request('GET', `${src.pathname}?key=${KEY}`);
+  assert.equal(keyed.status, 401);
+  assert.match(JSON.parse(keyed.text).error, /token/);
   assert.equal(await byTestId(page, 'api-key-prompt').count(), 0, 'no prompt: the stored key was accepted');
   await poll(async () => (await byTestId(page, 'live-status').innerText()).trim() === 'live',
     { what: 'the live WebSocket open with the key' });

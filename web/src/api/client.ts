@@ -1,5 +1,5 @@
 import { traceEnd, traceStart } from '../lib/trace'
-import { apiKey, authHeaders, waitForKey } from './auth'
+import { authHeaders, waitForKey } from './auth'
 import type {
   AckRequest,
   AckResponse,
@@ -22,6 +22,7 @@ import type {
   SilenceResponse,
   SilencesResponse,
   TextsResponse,
+  TokenResponse,
 } from './types'
 
 export class ApiError extends Error {
@@ -179,13 +180,9 @@ export const api = {
   silence: (body: SilenceRequest) => post<SilenceResponse>('/api/v1/silences', body),
 
   silences: () => request<SilencesResponse>('/api/v1/silences'),
-}
 
-/** An image's `url` (`/api/v1/blobs/<sha256>`) for an <img>: the browser fetches it without our
- *  headers, so the API key (when there is one) goes in the query, which the server accepts too. */
-export function blobSrc(url: string): string {
-  if (!url.startsWith('/api/v1/blobs/')) return ''
-  return apiKey.value ? `${url}?key=${encodeURIComponent(apiKey.value)}` : url
+  /** `POST /api/v1/tokens`: a short-lived token for URLs (./urlToken.ts) */
+  token: () => request<TokenResponse>('/api/v1/tokens', { method: 'POST' }),
 }
 
 export function isAbort(e: unknown): boolean {

@@ -36,6 +36,8 @@ export type SilenceResponse = schema.SilenceResponse
 export type SilencesResponse = schema.SilenceList
 /** `GET /api/v1/info` */
 export type InfoResponse = schema.ServerInfo
+/** `POST /api/v1/tokens` */
+export type TokenResponse = schema.Token
 export type ErrorResponse = schema.ErrorResponse
 export type LiveSubscribed = schema.LiveSubscribed
 export type LivePoints = schema.LivePoints

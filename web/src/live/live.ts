@@ -1,9 +1,12 @@
 import { ref, watch } from 'vue'
 import { apiKey, keyNeeded } from '../api/auth'
+import { freshToken } from '../api/urlToken'
 import type { Alert, LiveMessage, LivePoints, LiveSubscription } from '../api/types'
 
 // One WebSocket to /api/v1/live for the whole app. Pages set the subscription; points and alerts are
-// dispatched to listeners. Reconnects with backoff (up to 5 s), e.g. after a server restart.
+// dispatched to listeners. Reconnects with backoff (up to 5 s), e.g. after a server restart. With
+// an API key, each connection passes a short-lived token (../api/urlToken.ts), never the key: the
+// server checks it when the connection opens, and every reconnection asks for one with time left.
 
 export type LiveState = 'live' | 'offline'
 
@@ -26,11 +29,12 @@ let backoff = 250
 let timer: number | undefined
 let everOpened = false
 let started = false
+let connecting = false // waiting for a token before opening
 
-function url(): string {
+function url(token: string): string {
   const proto = location.protocol === 'https:' ? 'wss:' : 'ws:'
-  const key = apiKey.value ? `?key=${encodeURIComponent(apiKey.value)}` : ''
-  return `${proto}//${location.host}/api/v1/live${key}`
+  const query = token ? `?token=${encodeURIComponent(token)}` : ''
+  return `${proto}//${location.host}/api/v1/live${query}`
 }
 
 function send() {
@@ -46,12 +50,23 @@ function schedule() {
   backoff = Math.min(backoff * 2, 5000)
 }
 
-function connect() {
-  if (ws) return
+async function connect() {
+  if (ws || connecting) return
   if (keyNeeded.value) return // wait for the key prompt; the watch below reconnects
+  connecting = true
+  let token: string
+  try {
+    token = await freshToken()
+  } catch {
+    schedule()
+    return
+  } finally {
+    connecting = false
+  }
+  if (ws || keyNeeded.value) return
   let sock: WebSocket
   try {
-    sock = new WebSocket(url())
+    sock = new WebSocket(url(token))
   } catch {
     schedule()
     return
@@ -87,19 +102,19 @@ function connect() {
 export function startLive(): void {
   if (started) return
   started = true
-  connect()
-  // A new key: reconnect with it.
+  void connect()
+  // A new key: reconnect with a token of it.
   watch(apiKey, () => {
     if (ws) ws.close()
-    else connect()
+    else void connect()
   })
   watch(keyNeeded, (needed) => {
-    if (!needed && !ws) connect()
+    if (!needed && !ws) void connect()
   })
   // Reconnect at once when the tab comes back or the network returns.
   window.addEventListener('online', () => {
     backoff = 250
-    if (!ws) connect()
+    if (!ws) void connect()
   })
 }
 
