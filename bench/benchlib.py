@@ -132,7 +132,7 @@ class Server:
             line = self.proc.stdout.readline().decode()
             if not line:
                 raise RuntimeError(f"trainwatch exited ({self.proc.wait()}) before serving; see {self.log.name}")
-            m = re.search(r"is serving http://([\d.]+):(\d+) \(gRPC ([\d.]+):(\d+)", line)
+            m = re.search(r"is serving https?://([\d.]+):(\d+) \(gRPC(?: over TLS)? ([\d.]+):(\d+)", line)
             if m:
                 self.http = f"{m.group(1)}:{m.group(2)}"
                 self.grpc = f"{m.group(3)}:{m.group(4)}"

@@ -38,6 +38,7 @@ struct Flags {
   std::string target;
   std::string workload;  // workload.jsonl
   std::string shape;     // RxMxS, instead of --workload
+  std::string tls_ca;    // gRPC over TLS, trusting this PEM CA
   std::string project;
   std::string run_prefix = "run_";
   int streams = 4;
@@ -62,7 +63,7 @@ const char kUsage[] =
     "usage: ingest_bench --transport grpc|http|files --target HOST:PORT\n"
     "  (--workload FILE.jsonl | --shape RUNSxMETRICSxSTEPS [--run-prefix P] | --files DIR --points N)\n"
     "  [--project P] [--server-pid PID] [--json-out FILE] [--label TEXT]\n"
-    "  grpc:  [--streams 4] [--inflight 8] [--rows-per-batch 1000] [--no-writer-id]\n"
+    "  grpc:  [--streams 4] [--inflight 8] [--rows-per-batch 1000] [--no-writer-id] [--tls-ca CA.pem]\n"
     "  http:  [--connections 4] [--body-bytes 4194304]\n"
     "  files: [--connections 4] [--path TARGET] [--content-type TYPE]\n"
     "  [--max-seconds S [--loop]] [--rate POINTS_PER_S]\n";
@@ -99,6 +100,7 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
     else if (a == "--rate") f->rate = std::atof(value().c_str());
     else if (a == "--json-out") f->json_out = value();
     else if (a == "--label") f->label = value();
+    else if (a == "--tls-ca") f->tls_ca = value();
     else return false;
   }
   if (f->loop && (f->transport != "grpc" || f->max_seconds <= 0)) return false;
@@ -230,7 +232,7 @@ int Main(int argc, char** argv) {
   uint16_t port = 0;
   for (int l = 0; l < lanes; ++l) {
     if (flags.transport == "grpc") {
-      channels.push_back(MakeChannel(flags.target, l));
+      channels.push_back(MakeChannel(flags.target, l, flags.tls_ca));
       if (!channels.back()->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(10))) {
         std::fprintf(stderr, "ingest_bench: cannot connect to gRPC %s\n", flags.target.c_str());
         return 1;

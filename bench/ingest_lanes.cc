@@ -22,13 +22,19 @@ bool Pacer::Admit(uint64_t points_so_far) const {
   return max_seconds_ <= 0 || Clock::now() - start_ < seconds(max_seconds_);
 }
 
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target, int lane) {
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target, int lane, const std::string& tls_ca_file) {
   grpc::ChannelArguments args;
   args.SetMaxSendMessageSize(-1);
   args.SetMaxReceiveMessageSize(-1);
   args.SetInt("trainwatch.bench.lane", lane);  // distinct args: one TCP connection per stream
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  if (tls_ca_file.empty()) return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  std::ifstream in(tls_ca_file);
+  std::stringstream pem;
+  pem << in.rdbuf();
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = pem.str();
+  return grpc::CreateCustomChannel(target, grpc::SslCredentials(ssl), args);
 }
 
 Span SpanOf(const Workload& w) {

@@ -50,7 +50,9 @@ struct Span {
 Span SpanOf(const Workload& workload);
 
 // A channel with its own TCP connection (channels are otherwise shared), no message size limits.
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target, int lane);
+// One channel per lane; over TLS when `tls_ca_file` (PEM, the CA the server's certificate chains
+// to) is given.
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target, int lane, const std::string& tls_ca_file = "");
 
 // One trainwatch.v1.Ingest/Write stream keeping up to `inflight` batches unacknowledged. With
 // `loop` set, it resends `batches` (shifted by *loop each pass) until the pacer says stop.

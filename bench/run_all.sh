@@ -5,7 +5,7 @@
 #
 #   bench/run_all.sh BUILD_DIR [--preset 10m|1m] [--skip NAME,...]
 #
-# NAME: encoding, ingest, query, live, alert, detector, memory, influx, sdk, tfevents, dashboard. Workloads are generated on first use into
+# NAME: encoding, ingest, query, live, alert, detector, memory, influx, sdk, tls, tfevents, dashboard. Workloads are generated on first use into
 # $TRAINWATCH_BENCH_DIR (default /tmp/trainwatch-bench), with scratch data directories beside them.
 set -uo pipefail
 
@@ -63,6 +63,7 @@ run detector "$BUILD_DIR/bin/detector_bench"
 run memory "$PY" memory_bench.py "${COMMON[@]}"
 run influx "$PY" influx_compare_bench.py "${COMMON[@]}"
 run sdk ./sdk_bench.sh "$BUILD_DIR"
+run tls "$PY" tls_bench.py "${COMMON[@]}"
 # TensorBoard import: a generated logdir (1 GiB; 0.1 GiB with --preset 1m), reader alone and end to end.
 if [ -x "$BUILD_DIR/bin/tfevents_bench" ]; then
   run tfevents "$PY" tfevents_import_bench.py "${COMMON[@]}"

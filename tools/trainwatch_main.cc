@@ -62,17 +62,21 @@ int Serve(const std::vector<std::string>& args) {
     std::fprintf(stderr, "trainwatch serve: %s\n", server.status().ToString().c_str());
     return 1;
   }
-  std::printf("trainwatch is serving http://%s:%u (gRPC %s:%u, data in %s)\n",
-              config->listen.host.c_str(), (*server)->http_port(), config->grpc_listen.host.c_str(),
-              (*server)->grpc_port(), config->data_dir.c_str());
+  std::printf("trainwatch is serving %s://%s:%u (gRPC%s %s:%u, data in %s)\n", (*server)->tls() ? "https" : "http",
+              config->listen.host.c_str(), (*server)->http_port(), (*server)->tls() ? " over TLS" : "",
+              config->grpc_listen.host.c_str(), (*server)->grpc_port(), config->data_dir.c_str());
   std::fflush(stdout);
   int sig = 0;
-  // SIGHUP re-reads the alerting file (a bad file is reported and changes nothing).
+  // SIGHUP re-reads the alerting file and the TLS certificate (a bad file is reported and changes
+  // nothing; the server logs what it did).
   while (sigwait(&signals, &sig) == 0 && sig == SIGHUP) {
-    auto reloaded = (*server)->ReloadAlerting();
-    if (!reloaded.ok()) {
-      std::fprintf(stderr, "trainwatch serve: SIGHUP: %s\n", reloaded.status().message().c_str());
+    if (!config->alerting_file.empty()) {
+      auto reloaded = (*server)->ReloadAlerting();
+      if (!reloaded.ok()) {
+        std::fprintf(stderr, "trainwatch serve: SIGHUP: %s\n", reloaded.status().message().c_str());
+      }
     }
+    (void)(*server)->ReloadTls();
   }
   trainwatch::Status s = (*server)->Shutdown();
   return s.ok() ? 0 : 1;

@@ -16,10 +16,16 @@
 #include <unordered_map>
 #include <thread>
 
+#include <type_traits>
+
 #include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
+#include <boost/beast/core/detect_ssl.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <boost/beast/websocket.hpp>
+#include <boost/beast/websocket/ssl.hpp>
 
 #include "api/http_target.h"
 #include "common/strings.h"
@@ -33,6 +39,16 @@ namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
 namespace {
+
+using PlainStream = beast::tcp_stream;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+
+// Sent with every answer over TLS: browsers come back over https only (a year; no subdomains,
+// which a self-hosted server cannot speak for).
+constexpr const char* kHsts = "max-age=31536000";
+
+// How long a TLS connection waits for the peer's close_notify before it is closed anyway.
+constexpr int kTlsShutdownSeconds = 5;
 
 // Sent with every answer; the dashboard's pages load nothing from elsewhere and are never framed.
 constexpr std::pair<const char*, const char*> kSecurityHeaders[] = {
@@ -118,6 +134,8 @@ class HttpServer::Impl {
         logger_(logger),
         acceptor_(ioc_),
         accept_timer_(ioc_),
+        tls_timer_(ioc_),
+        query_pool_(static_cast<size_t>(std::max(1, options_.query_threads))),
         requests_(metrics.AddCounter("trainwatch_http_requests_total", "HTTP requests served.")),
         errors_(metrics.AddCounter("trainwatch_http_errors_total", "HTTP responses with status >= 400.")),
         evicted_(metrics.AddCounter("trainwatch_http_connections_evicted_total",
@@ -128,8 +146,21 @@ class HttpServer::Impl {
                                    "Connections closed at once: their address is not in --allow-from.")),
         accept_backoffs_(metrics.AddCounter("trainwatch_http_accept_backoffs_total",
                                             "Pauses of the accept loop for want of file descriptors.")),
+        tls_handshake_failures_(metrics.AddCounter(
+            "trainwatch_tls_handshake_failures_total",
+            "Connections to the HTTPS port closed before or during the TLS handshake (plaintext HTTP, "
+            "no client certificate, no common protocol or cipher, timeouts).")),
+        tls_reloads_(metrics.AddCounter("trainwatch_tls_reloads_total",
+                                        "TLS certificates loaded again after their files changed.")),
+        tls_reload_errors_(metrics.AddCounter("trainwatch_tls_reload_errors_total",
+                                              "Changed TLS files that did not load (the certificate in use stays).")),
         latency_(metrics.AddHistogram("trainwatch_http_request_duration_seconds",
                                       "Time from a request read to its response queued.")) {
+    if (options_.tls) {
+      metrics.AddGauge("trainwatch_tls_certificate_expiry_timestamp_seconds",
+                       "When the certificate served to new HTTPS connections expires (Unix seconds).",
+                       [tls = options_.tls] { return tls->certificate().not_after; });
+    }
     metrics.AddGauge("trainwatch_http_connections", "Open HTTP and WebSocket connections.", [this] {
       std::lock_guard lock(conn_mu_);
       return static_cast<double>(open_connections_);
@@ -151,7 +182,10 @@ class HttpServer::Impl {
     bool upgrade = false;
   };
 
+  class Connection;
+  template <class Stream>
   class Session;
+  template <class Stream>
   class WsSession;
   struct Slot;
 
@@ -159,6 +193,11 @@ class HttpServer::Impl {
   void Stop();
   void Accept();
   void OnAccepted(tcp::socket socket);
+  template <class Stream>
+  void StartSession(tcp::socket socket, std::shared_ptr<Slot> slot);
+  // Re-reads the TLS files every tls_poll_seconds.
+  void PollTls();
+  Result<bool> ReloadTls();
   // The handler for method and path, or null; `path_known` tells a 405 from a 404.
   const HttpHandler* FindHandler(const std::string& method, const std::string& path, bool* path_known) const;
   // Requests the fallback serves without a key: GET/HEAD of a path outside /api with no route.
@@ -174,6 +213,8 @@ class HttpServer::Impl {
   bool OriginAllowed(const Head& head) const;
   bool CorsOrigin(std::string_view origin) const;
   void Dispatch(HttpRequest&& req, Responder responder);
+  // True when the route's handler runs on the query pool.
+  bool Offloaded(const std::string& method, const std::string& path) const;
   auth::AuditEntry AuditEntryOf(const std::string& method, const std::string& path,
                                 const std::multimap<std::string, std::string>& query, const auth::Principal& who,
                                 const std::string& remote, const HttpResponse& response) const;
@@ -184,8 +225,8 @@ class HttpServer::Impl {
   // when the connection was closed to make room and must end.
   bool SetWaiting(Slot& slot, bool waiting);
   void Release(Slot* slot);
-  std::shared_ptr<Session> TakeOldestWaiting(std::list<Slot*>& slots);  // REQUIRES(conn_mu_)
-  std::shared_ptr<Session> TakeOldestWaitingAnywhere();                   // REQUIRES(conn_mu_)
+  std::shared_ptr<Connection> TakeOldestWaiting(std::list<Slot*>& slots);  // REQUIRES(conn_mu_)
+  std::shared_ptr<Connection> TakeOldestWaitingAnywhere();                   // REQUIRES(conn_mu_)
 
   HttpServerOptions options_;
   Logger& logger_;
@@ -197,10 +238,16 @@ class HttpServer::Impl {
   net::io_context ioc_;
   tcp::acceptor acceptor_;
   net::steady_timer accept_timer_;
+  net::steady_timer tls_timer_;
+  // Runs the `offload` routes' handlers and streamed bodies' producers (RouteOptions::offload).
+  net::thread_pool query_pool_;
+  std::string last_tls_error_;  // only touched by ReloadTls callers, one at a time (tls_mu_)
+  std::mutex tls_mu_;
   std::vector<std::thread> threads_;
   std::map<RouteKey, HttpHandler> routes_;
   std::map<RouteKey, RouteOptions> route_options_;
   std::map<RouteKey, HttpHandler> prefix_routes_;  // RouteKey::path is the prefix
+  std::set<RouteKey> offload_prefixes_;            // prefix routes whose handlers run on query_pool_
   std::map<std::string, WebSocketHandler> websockets_;
   HttpHandler fallback_;  // may be empty
   // Host names accepted besides IP addresses and localhost; suffixes from "*.domain" entries.
@@ -216,7 +263,18 @@ class HttpServer::Impl {
   Counter& refused_;
   Counter& denied_;
   Counter& accept_backoffs_;
+  Counter& tls_handshake_failures_;
+  Counter& tls_reloads_;
+  Counter& tls_reload_errors_;
   Histogram& latency_;
+};
+
+// What the connection caps can close: an HTTP connection waiting for its next request header.
+class HttpServer::Impl::Connection {
+ public:
+  virtual ~Connection() = default;
+  // Closes the connection; from any thread.
+  virtual void Evict() = 0;
 };
 
 // One open connection as the caps see it: where it is from, and whether it is only waiting for a
@@ -234,17 +292,20 @@ struct HttpServer::Impl::Slot {
   bool evicted = false;
   bool waiting = false;
   uint64_t waiting_since = 0;
-  std::weak_ptr<Session> http;  // what to close when evicted
+  std::weak_ptr<Connection> http;  // what to close when evicted
 };
 
-// One WebSocket connection.
+// One WebSocket connection, over TCP or TLS: `Next` is what the upgraded HTTP connection spoke on
+// (a TCP socket, or the TLS stream with its session).
+template <class Stream>
 class HttpServer::Impl::WsSession : public WebSocketPeer,
-                                    public std::enable_shared_from_this<WsSession> {
+                                    public std::enable_shared_from_this<WsSession<Stream>> {
  public:
-  WsSession(Impl& server, tcp::socket&& socket, std::shared_ptr<Slot> slot, const WebSocketHandler& handler,
-            auth::Principal principal)
-      : server_(server), ws_(std::move(socket)), slot_(std::move(slot)), handler_(handler),
-        id_(server.next_peer_id_++), principal_(std::move(principal)) {}
+  template <class Next>
+  WsSession(Impl& server, Next&& next, std::shared_ptr<net::ssl::context> tls_context, std::shared_ptr<Slot> slot,
+            const WebSocketHandler& handler, auth::Principal principal)
+      : server_(server), tls_context_(std::move(tls_context)), ws_(std::forward<Next>(next)), slot_(std::move(slot)),
+        handler_(handler), id_(server.next_peer_id_++), principal_(std::move(principal)) {}
   void Run(http::request<http::string_body> req) {
     ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
     ws_.read_message_max(1 << 20);
@@ -324,8 +385,11 @@ class HttpServer::Impl::WsSession : public WebSocketPeer,
     if (handler_.on_close) handler_.on_close(shared_from_this());
   }
 
+  using std::enable_shared_from_this<WsSession>::shared_from_this;
+
   Impl& server_;
-  websocket::stream<beast::tcp_stream> ws_;
+  std::shared_ptr<net::ssl::context> tls_context_;  // null over TCP; before ws_, which uses it
+  websocket::stream<Stream> ws_;
   std::shared_ptr<Slot> slot_;
   const WebSocketHandler& handler_;
   const uint64_t id_;
@@ -335,25 +399,93 @@ class HttpServer::Impl::WsSession : public WebSocketPeer,
   size_t queued_bytes_ = 0;
   bool closed_ = false;
 };
-// One HTTP connection: reads requests one after another (keep-alive), answers each in order.
-class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
+// One HTTP connection: reads requests one after another (keep-alive), answers each in order. Over
+// TLS (Stream = TlsStream) it first tells a TLS client from a plaintext one, and shakes hands.
+template <class Stream>
+class HttpServer::Impl::Session : public Connection, public std::enable_shared_from_this<Session<Stream>> {
  public:
   static constexpr size_t kReadBufferBytes = 64 << 10;
+  static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
 
-  Session(Impl& server, tcp::socket&& socket, std::shared_ptr<Slot> slot)
-      : server_(server), stream_(std::move(socket)), slot_(std::move(slot)) {
+  // `tls_context`: the server's TLS context when the connection was accepted (null over TCP).
+  Session(Impl& server, tcp::socket&& socket, std::shared_ptr<Slot> slot,
+          std::shared_ptr<net::ssl::context> tls_context)
+      : server_(server), tls_context_(std::move(tls_context)),
+        stream_(MakeStream(std::move(socket), tls_context_.get())), slot_(std::move(slot)) {
     // Beast sizes each socket read by the buffer's spare room: without this, 512 bytes at a time.
     buffer_.reserve(kReadBufferBytes);
   }
 
-  void Start() { net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->Read(); }); }
+  void Start() {
+    net::dispatch(tcp().get_executor(), [self = shared_from_this()] {
+      if constexpr (kTls) {
+        self->DetectTls();
+      } else {
+        self->Read();
+      }
+    });
+  }
 
-  // Closes the connection (it was only waiting for a header): from any thread.
-  void Evict() {
-    net::post(stream_.get_executor(), [self = shared_from_this()] { self->stream_.close(); });
+  void Evict() override {
+    net::post(tcp().get_executor(), [self = shared_from_this()] { self->tcp().close(); });
   }
 
  private:
+  using std::enable_shared_from_this<Session>::shared_from_this;
+
+  static Stream MakeStream(tcp::socket&& socket, net::ssl::context* tls_context) {
+    if constexpr (kTls) {
+      return Stream(beast::tcp_stream(std::move(socket)), *tls_context);
+    } else {
+      return Stream(std::move(socket));
+    }
+  }
+
+  beast::tcp_stream& tcp() { return beast::get_lowest_layer(stream_); }
+
+  // A TLS connection starts with a ClientHello; anything else is refused with a plaintext 400
+  // that says what to do (what a browser or curl pointed at http:// shows). The handshake must
+  // be done within the header timeout: it is evictable, like a wait for a header.
+  void DetectTls() {
+    if (!server_.SetWaiting(*slot_, true)) return;
+    tcp().expires_after(std::chrono::seconds(server_.options_.header_timeout_seconds));
+    beast::async_detect_ssl(tcp(), buffer_, beast::bind_front_handler(&Session::OnDetected, shared_from_this()));
+  }
+
+  void OnDetected(beast::error_code ec, bool tls) {
+    if (ec) {
+      if (ec != net::error::eof && ec != net::error::operation_aborted) server_.tls_handshake_failures_.Add();
+      tcp().close();
+      return;
+    }
+    if (!tls) {
+      server_.tls_handshake_failures_.Add();
+      static const std::string kBody =
+          "{\"error\":\"this server speaks HTTPS only: use https:// (and wss:// for WebSockets)\"}\n";
+      static const std::string kAnswer =
+          "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
+          std::to_string(kBody.size()) + "\r\n\r\n" + kBody;
+      net::async_write(tcp(), net::buffer(kAnswer), [self = shared_from_this()](beast::error_code, size_t) {
+        beast::error_code ignored;
+        self->tcp().socket().shutdown(tcp::socket::shutdown_send, ignored);
+      });
+      return;
+    }
+    stream_.async_handshake(net::ssl::stream_base::server, buffer_.data(),
+                            beast::bind_front_handler(&Session::OnHandshake, shared_from_this()));
+  }
+
+  void OnHandshake(beast::error_code ec, size_t used) {
+    if (ec) {
+      server_.tls_handshake_failures_.Add();
+      server_.logger_.Debug("TLS handshake failed", {{"client", slot_->address}, {"error", ec.message()}});
+      tcp().close();
+      return;
+    }
+    buffer_.consume(used);
+    Read();
+  }
+
   void Read() {
     if (!server_.SetWaiting(*slot_, true)) return;
     head_ = false;
@@ -361,7 +493,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
     parser_.emplace();
     parser_->body_limit(server_.options_.max_body_bytes);
     parser_->header_limit(64 * 1024);
-    stream_.expires_after(std::chrono::seconds(server_.options_.header_timeout_seconds));
+    tcp().expires_after(std::chrono::seconds(server_.options_.header_timeout_seconds));
     http::async_read_header(stream_, buffer_, *parser_,
                             beast::bind_front_handler(&Session::OnHeader, shared_from_this()));
   }
@@ -400,7 +532,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
                                                       request_head_.target.query, principal_, slot_->address,
                                                       *refusal);
         server_.options_.audit->Append(std::move(entry), [self = shared_from_this(), refusal = *refusal]() mutable {
-          net::post(self->stream_.get_executor(),
+          net::post(self->tcp().get_executor(),
                     [self, refusal = std::move(refusal)]() mutable { self->RespondAndClose(std::move(refusal)); });
         });
         return;
@@ -426,7 +558,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
   }
 
   void ReadBody() {
-    stream_.expires_after(std::chrono::seconds(server_.options_.read_timeout_seconds));
+    tcp().expires_after(std::chrono::seconds(server_.options_.read_timeout_seconds));
     http::async_read(stream_, buffer_, *parser_,
                      beast::bind_front_handler(&Session::OnRead, shared_from_this()));
   }
@@ -459,10 +591,16 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
         RespondAndClose(HttpResponse::Error(404, "no WebSocket endpoint at " + request_head_.target.path));
         return;
       }
-      stream_.expires_never();
-      std::make_shared<WsSession>(server_, stream_.release_socket(), std::move(slot_), it->second,
-                                  std::move(principal_))
-          ->Run(std::move(req));
+      tcp().expires_never();
+      if constexpr (kTls) {
+        std::make_shared<WsSession<TlsStream>>(server_, std::move(stream_), std::move(tls_context_), std::move(slot_),
+                                               it->second, std::move(principal_))
+            ->Run(std::move(req));
+      } else {
+        std::make_shared<WsSession<PlainStream>>(server_, stream_.release_socket(), nullptr, std::move(slot_),
+                                                 it->second, std::move(principal_))
+            ->Run(std::move(req));
+      }
       return;
     }
     HttpRequest request;
@@ -474,9 +612,9 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
     request.remote = slot_->address;
     request.principal = std::move(principal_);
     started_ = std::chrono::steady_clock::now();
-    stream_.expires_never();  // the handler may take a while (durable ack); no read is pending
+    tcp().expires_never();  // the handler may take a while (durable ack); no read is pending
     server_.Dispatch(std::move(request), [self = shared_from_this()](HttpResponse response) {
-      net::post(self->stream_.get_executor(), [self, response = std::move(response)]() mutable {
+      net::post(self->tcp().get_executor(), [self, response = std::move(response)]() mutable {
         self->Write(std::move(response), /*close=*/!self->keep_alive_);
       });
     });
@@ -495,6 +633,10 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
     }
     // 1xx, 204 and 304 never carry a body (Beast throws if asked to); HEAD gets the headers alone.
     int status = response.status;
+    if (response.stream && !head_ && status >= 200 && status != 204 && status != 304) {
+      WriteStreamed(std::move(response), close);
+      return;
+    }
     if (head_ || status < 200 || status == 204 || status == 304) {
       auto res = std::make_shared<http::response<http::empty_body>>(static_cast<http::status>(status),
                                                                      version_ ? version_ : 11);
@@ -513,17 +655,70 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
     Send(std::move(res), close);
   }
 
+  using Producer = std::function<StreamStep(std::string*)>;
+
+  // The header with chunked encoding, then one chunk per piece the producer makes on a query
+  // thread, each made only once the previous one is written.
+  void WriteStreamed(HttpResponse response, bool close) {
+    auto res = std::make_shared<http::response<http::empty_body>>(static_cast<http::status>(response.status),
+                                                                   version_ ? version_ : 11);
+    SetFields(*res, response);
+    res->chunked(true);
+    res->keep_alive(!close);
+    auto serializer = std::make_shared<http::response_serializer<http::empty_body>>(*res);
+    auto producer = std::make_shared<Producer>(std::move(response.stream));
+    tcp().expires_after(std::chrono::seconds(server_.options_.read_timeout_seconds));
+    http::async_write_header(stream_, *serializer,
+                             [self = shared_from_this(), res, serializer, producer, close](beast::error_code ec, size_t) {
+                               if (ec) return self->Shutdown();
+                               self->ProducePiece(producer, close);
+                             });
+  }
+
+  void ProducePiece(std::shared_ptr<Producer> producer, bool close) {
+    net::post(server_.query_pool_, [self = shared_from_this(), producer, close] {
+      auto piece = std::make_shared<std::string>();
+      StreamStep step = (*producer)(piece.get());
+      net::post(self->tcp().get_executor(), [self, producer, piece, step, close] {
+        self->WritePiece(producer, piece, step, close);
+      });
+    });
+  }
+
+  void WritePiece(std::shared_ptr<Producer> producer, std::shared_ptr<std::string> piece, StreamStep step,
+                  bool close) {
+    if (step == StreamStep::kFailed) {
+      tcp().close();  // no terminating chunk: the client sees the answer is incomplete
+      return;
+    }
+    auto after = [self = shared_from_this(), producer, piece, step, close](beast::error_code ec, size_t) {
+      if (ec) return self->Shutdown();
+      if (step == StreamStep::kMore) return self->ProducePiece(producer, close);
+      net::async_write(self->stream_, http::make_chunk_last(), [self, close](beast::error_code ec, size_t) {
+        if (ec || close) return self->Shutdown();
+        self->Read();
+      });
+    };
+    tcp().expires_after(std::chrono::seconds(server_.options_.read_timeout_seconds));
+    if (piece->empty()) {
+      after({}, 0);
+      return;
+    }
+    net::async_write(stream_, http::make_chunk(net::buffer(*piece)), std::move(after));
+  }
+
   template <class Message>
   static void SetFields(Message& res, const HttpResponse& response) {
     res.set(http::field::server, "trainwatch");
     for (const auto& [name, value] : kSecurityHeaders) res.set(name, value);
+    if constexpr (kTls) res.set(http::field::strict_transport_security, kHsts);
     if (!response.content_type.empty()) res.set(http::field::content_type, response.content_type);
     for (const auto& [name, value] : response.headers) res.set(name, value);
   }
 
   template <class Body>
   void Send(std::shared_ptr<http::response<Body>> res, bool close) {
-    stream_.expires_after(std::chrono::seconds(server_.options_.read_timeout_seconds));
+    tcp().expires_after(std::chrono::seconds(server_.options_.read_timeout_seconds));
     http::async_write(stream_, *res, [self = shared_from_this(), res, close](beast::error_code ec, size_t) {
       if (ec || close) {
         self->Shutdown();
@@ -533,13 +728,21 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
     });
   }
 
+  // Ends the connection after the last answer: over TCP, a FIN (the client reads to the end);
+  // over TLS, a close_notify, then the socket closes when the client answers or after a while.
   void Shutdown() {
-    beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    if constexpr (kTls) {
+      tcp().expires_after(std::chrono::seconds(kTlsShutdownSeconds));
+      stream_.async_shutdown([self = shared_from_this()](beast::error_code) { self->tcp().close(); });
+    } else {
+      beast::error_code ignored;
+      stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    }
   }
 
   Impl& server_;
-  beast::tcp_stream stream_;
+  std::shared_ptr<net::ssl::context> tls_context_;  // null over TCP; before stream_, which uses it
+  Stream stream_;
   std::shared_ptr<Slot> slot_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
@@ -578,6 +781,7 @@ Status HttpServer::Impl::Start() {
                                std::to_string(options_.port) + ": " + ec.message());
   }
   Accept();
+  PollTls();
   for (int i = 0; i < std::max(1, options_.threads); ++i) {
     threads_.emplace_back([this] { ioc_.run(); });
   }
@@ -591,7 +795,7 @@ void HttpServer::Impl::Accept() {
       // Out of file descriptors: close the oldest connection that only waits for a header, and
       // pause instead of spinning on accept (the newcomer stays in the listen queue meanwhile).
       accept_backoffs_.Add();
-      std::shared_ptr<Session> victim;
+      std::shared_ptr<Connection> victim;
       {
         std::lock_guard lock(conn_mu_);
         victim = TakeOldestWaitingAnywhere();
@@ -633,7 +837,17 @@ void HttpServer::Impl::OnAccepted(tcp::socket socket) {
     net::async_write(*refused, net::buffer(kBusy), [refused](beast::error_code, size_t) {});
     return;
   }
-  auto session = std::make_shared<Session>(*this, std::move(socket), slot);
+  if (options_.tls) {
+    StartSession<TlsStream>(std::move(socket), std::move(slot));
+  } else {
+    StartSession<PlainStream>(std::move(socket), std::move(slot));
+  }
+}
+
+template <class Stream>
+void HttpServer::Impl::StartSession(tcp::socket socket, std::shared_ptr<Slot> slot) {
+  std::shared_ptr<net::ssl::context> tls_context = options_.tls ? options_.tls->Current() : nullptr;
+  auto session = std::make_shared<Session<Stream>>(*this, std::move(socket), slot, std::move(tls_context));
   {
     std::lock_guard lock(conn_mu_);
     slot->http = session;
@@ -641,8 +855,43 @@ void HttpServer::Impl::OnAccepted(tcp::socket socket) {
   session->Start();
 }
 
+Result<bool> HttpServer::Impl::ReloadTls() {
+  if (!options_.tls) return false;
+  std::lock_guard lock(tls_mu_);
+  Result<bool> reloaded = options_.tls->Reload();
+  if (!reloaded.ok()) {
+    tls_reload_errors_.Add();
+    if (reloaded.status().message() != last_tls_error_) {
+      last_tls_error_ = reloaded.status().message();
+      logger_.Error("TLS files changed but do not load; the certificate in use stays",
+                    {{"error", reloaded.status().ToString()}});
+    }
+    return reloaded;
+  }
+  last_tls_error_.clear();
+  if (*reloaded) {
+    tls_reloads_.Add();
+    TlsCertificateInfo cert = options_.tls->certificate();
+    logger_.Info("TLS certificate reloaded: new connections get it",
+                 {{"subject", cert.subject}, {"serial", cert.serial}, {"not_after", cert.not_after}});
+  }
+  return reloaded;
+}
+
+void HttpServer::Impl::PollTls() {
+  if (!options_.tls || options_.tls_poll_seconds <= 0 || stopped_) return;
+  tls_timer_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(options_.tls_poll_seconds)));
+  tls_timer_.async_wait([this](beast::error_code ec) {
+    if (ec || stopped_) return;
+    // Reading a few kilobytes on an I/O thread every few seconds; the handshake work dwarfs it.
+    (void)ReloadTls();
+    PollTls();
+  });
+}
+
 std::shared_ptr<HttpServer::Impl::Slot> HttpServer::Impl::Register(const std::string& address) {
-  std::shared_ptr<Session> victim;
+  std::shared_ptr<Connection> victim;
   std::shared_ptr<Slot> slot;
   {
     std::lock_guard lock(conn_mu_);
@@ -669,9 +918,9 @@ std::shared_ptr<HttpServer::Impl::Slot> HttpServer::Impl::Register(const std::st
   return slot;
 }
 
-std::shared_ptr<HttpServer::Impl::Session> HttpServer::Impl::TakeOldestWaiting(std::list<Slot*>& slots) {
+std::shared_ptr<HttpServer::Impl::Connection> HttpServer::Impl::TakeOldestWaiting(std::list<Slot*>& slots) {
   Slot* oldest = nullptr;
-  std::shared_ptr<Session> session;
+  std::shared_ptr<Connection> session;
   for (Slot* slot : slots) {
     if (!slot->waiting || (oldest && slot->waiting_since >= oldest->waiting_since)) continue;
     if (auto alive = slot->http.lock()) {
@@ -688,7 +937,7 @@ std::shared_ptr<HttpServer::Impl::Session> HttpServer::Impl::TakeOldestWaiting(s
   return session;
 }
 
-std::shared_ptr<HttpServer::Impl::Session> HttpServer::Impl::TakeOldestWaitingAnywhere() {
+std::shared_ptr<HttpServer::Impl::Connection> HttpServer::Impl::TakeOldestWaitingAnywhere() {
   // The address with the most connections gives one up: a flood pays for itself.
   std::list<Slot*>* busiest = nullptr;
   for (auto& [address, slots] : by_address_) {
@@ -900,7 +1149,21 @@ void HttpServer::Impl::Dispatch(HttpRequest&& req, Responder responder) {
                          : HttpResponse::Error(404, "no endpoint at " + req.path));
     return;
   }
+  if (Offloaded(req.method, req.path)) {
+    // Routes never change after Start(): the handler outlives the task.
+    net::post(query_pool_, [handler, req = std::move(req), responder = std::move(responder)]() mutable {
+      (*handler)(std::move(req), std::move(responder));
+    });
+    return;
+  }
   (*handler)(std::move(req), std::move(responder));
+}
+
+bool HttpServer::Impl::Offloaded(const std::string& method, const std::string& path) const {
+  if (OptionsOf(method, path).offload) return true;
+  if (routes_.contains(RouteKey{method, path})) return false;
+  return std::any_of(offload_prefixes_.begin(), offload_prefixes_.end(),
+                     [&](const RouteKey& key) { return key.method == method && path.starts_with(key.path); });
 }
 
 void HttpServer::Impl::Stop() {
@@ -909,11 +1172,15 @@ void HttpServer::Impl::Stop() {
     beast::error_code ignored;
     acceptor_.close(ignored);
     accept_timer_.cancel();
+    tls_timer_.cancel();
   });
   ioc_.stop();
   for (auto& t : threads_) {
     if (t.joinable()) t.join();
   }
+  // Queries still queued are dropped (their connections are gone); running ones finish first.
+  query_pool_.stop();
+  query_pool_.join();
 }
 
 HttpServer::HttpServer(HttpServerOptions options, Logger& logger, MetricsRegistry& metrics)
@@ -927,8 +1194,10 @@ void HttpServer::Route(const std::string& method, const std::string& path, HttpH
   impl_->route_options_[Impl::RouteKey{method, path}] = std::move(options);
 }
 
-void HttpServer::RoutePrefix(const std::string& method, const std::string& prefix, HttpHandler handler) {
+void HttpServer::RoutePrefix(const std::string& method, const std::string& prefix, HttpHandler handler,
+                             RouteOptions options) {
   impl_->prefix_routes_[Impl::RouteKey{method, prefix}] = std::move(handler);
+  if (options.offload) impl_->offload_prefixes_.insert(Impl::RouteKey{method, prefix});
 }
 
 void HttpServer::WebSocket(const std::string& path, WebSocketHandler handler) {
@@ -938,6 +1207,8 @@ void HttpServer::WebSocket(const std::string& path, WebSocketHandler handler) {
 void HttpServer::Fallback(HttpHandler handler) { impl_->fallback_ = std::move(handler); }
 
 Status HttpServer::Start() { return impl_->Start(); }
+
+Result<bool> HttpServer::ReloadTls() { return impl_->ReloadTls(); }
 
 uint16_t HttpServer::port() const {
   beast::error_code ec;

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/tls_context.h"
 #include "auth/audit_log.h"
 #include "auth/key_store.h"
 #include "auth/token_issuer.h"
@@ -44,10 +45,23 @@ struct HttpRequest {
   std::string Header(const std::string& lower_name) const;
 };
 
+// What a streamed body's producer says after writing a piece.
+enum class StreamStep {
+  kMore,    // call again for the next piece
+  kDone,    // that was the last piece
+  kFailed,  // the body cannot be finished: the connection is closed without the terminating chunk,
+            // so that the client sees an incomplete answer rather than a short one
+};
+
 struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json";  // empty: no Content-Type header (a 304)
   std::string body;
+  // A body too large to hold at once (an export): when set, `body` is ignored and the answer is
+  // sent with chunked encoding, piece by piece, each piece produced on a query thread only once
+  // the previous one is on its way (the client's reading speed paces the producer). The producer
+  // appends its next piece to the (empty) string it is given.
+  std::function<StreamStep(std::string* piece)> stream;
   std::vector<std::pair<std::string, std::string>> headers;
   // What the request acted on, for the audit log, when the query parameters do not say it (a
   // key's name, a silence's id).
@@ -85,6 +99,8 @@ struct HttpServerOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 8080;  // 0 picks a free port
   int threads = 2;
+  // Threads for the routes marked `offload` and for producing streamed bodies.
+  int query_threads = 2;
   uint64_t max_body_bytes = 64ull << 20;
   // Connection caps. A new connection over a cap closes the oldest connection (of its address, or
   // of all) that is only waiting for a request header — what a slow-header flood is made of, and
@@ -118,6 +134,12 @@ struct HttpServerOptions {
   std::vector<std::string> cors_origins;
   // Client addresses allowed to connect at all; empty: any. Others are closed at once.
   CidrList allow_from;
+  // HTTPS and WSS only, when set (not owned; outlives the server): a plaintext request gets a 400
+  // that says to use https:// and the connection is closed. Answers carry HSTS. The files are
+  // re-read every tls_poll_seconds (0: only on ReloadTls()), and a changed certificate serves the
+  // connections accepted from then on.
+  ServerTlsContext* tls = nullptr;
+  double tls_poll_seconds = 5;
 };
 
 // How a route takes its requests (HttpServer::Route).
@@ -131,6 +153,9 @@ struct RouteOptions {
   // The handler checks the projects itself (they are in the body): the `project` parameter is
   // not required of project-bound keys.
   bool projects_in_body = false;
+  // The handler may read much from the store (queries, exports, blobs): it runs on one of the
+  // query threads, never on an I/O thread, so that slow reads do not hold up other connections.
+  bool offload = false;
 };
 
 class HttpServer {
@@ -145,7 +170,8 @@ class HttpServer {
              RouteOptions options = {});
   // Routes every path that starts with `prefix` (e.g. "/api/v1/blobs/") and has no exact route; the
   // handler reads the rest of req.path.
-  void RoutePrefix(const std::string& method, const std::string& prefix, HttpHandler handler);
+  void RoutePrefix(const std::string& method, const std::string& prefix, HttpHandler handler,
+                   RouteOptions options = {});
   void WebSocket(const std::string& path, WebSocketHandler handler);
   // Answers GET and HEAD requests whose path has no route and is neither `/api` nor under `/api/`,
   // without asking for the API key: it must serve only data-free content (static files). Unknown
@@ -155,6 +181,10 @@ class HttpServer {
 
   // Binds and starts serving; fails clearly when the address is taken.
   Status Start();
+  // Re-reads the TLS files now (SIGHUP): true when new connections get a new certificate, false
+  // when nothing changed or there is no TLS; the error when the files do not load (the current
+  // certificate stays). Logged and counted either way.
+  Result<bool> ReloadTls();
   uint16_t port() const;
   // Stops accepting, closes every connection, joins the threads.
   void Stop();

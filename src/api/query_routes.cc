@@ -210,11 +210,12 @@ struct SeriesQuery {
   storage::XAxis axis = storage::XAxis::kStep;
   double from = -INFINITY, to = INFINITY;
   int64_t buckets = 0;  // 0: raw points
+  size_t limit = 0;     // raw points in the whole answer (ApiContext::max_raw_points, or fewer)
 };
 
 // Reads project, run (one or more), x, from, to and buckets; an error response when one is missing
 // or malformed.
-std::optional<HttpResponse> ParseSeriesQuery(const HttpRequest& req, SeriesQuery* q) {
+std::optional<HttpResponse> ParseSeriesQuery(const HttpRequest& req, size_t max_raw_points, SeriesQuery* q) {
   q->project = req.Param("project", "default");
   q->runs = req.Params("run");
   if (q->runs.empty()) return HttpResponse::Error(400, "query parameter 'run' (one or more) is required");
@@ -231,6 +232,15 @@ std::optional<HttpResponse> ParseSeriesQuery(const HttpRequest& req, SeriesQuery
     if (!ParseInt(v, &q->buckets) || q->buckets < 1 || q->buckets > kMaxBuckets) {
       return HttpResponse::Error(400, "buckets must be an integer from 1 to " + std::to_string(kMaxBuckets));
     }
+  }
+  q->limit = max_raw_points;
+  if (std::string v = req.Param("limit"); !v.empty()) {
+    int64_t limit = 0;
+    if (!ParseInt(v, &limit) || limit < 1 || static_cast<uint64_t>(limit) > max_raw_points) {
+      return HttpResponse::Error(400, "limit must be an integer from 1 to " + std::to_string(max_raw_points) +
+                                          " (--max-raw-points)");
+    }
+    q->limit = static_cast<size_t>(limit);
   }
   return std::nullopt;
 }
@@ -262,8 +272,12 @@ void AppendGrid(std::string* body, const storage::BucketGrid& grid) {
   body->push_back('}');
 }
 
+// The runs' raw points, q.limit in all at most (whatever the range holds: the answer's memory is
+// bounded). A series cut short says where the rest starts: "next_from" (a step; x=step) for the
+// next request's `from`, or "truncated" (x=time, relative: ask for buckets or a narrower range).
 void AppendRawSeries(ApiContext& ctx, const SeriesQuery& q, const std::string& metric, std::string* body) {
   *body += ",\"series\":[";
+  size_t budget = q.limit;
   for (size_t i = 0; i < q.runs.size(); ++i) {
     std::vector<storage::Point> points;
     storage::SeriesReadOptions options;
@@ -272,7 +286,15 @@ void AppendRawSeries(ApiContext& ctx, const SeriesQuery& q, const std::string& m
       options.to_step = ClampToStep(std::floor(q.to));
       if (q.from > 0x1p63 || q.to < -0x1p63) options.to_step = options.from_step - 1;  // empty range
     }
-    Status s = ctx.engine.ReadSeries({q.project, q.runs[i], metric}, options, &points);
+    // With the budget spent, one point is read to say where this series would start.
+    options.max_points = std::max<size_t>(budget, 1);
+    std::optional<int64_t> next;
+    Status s = ctx.engine.ReadSeries({q.project, q.runs[i], metric}, options, &points, &next);
+    if (s.ok() && budget == 0 && !points.empty()) {
+      next = points.front().step;
+      points.clear();
+    }
+    budget -= std::min(budget, points.size());
     if (i) body->push_back(',');
     *body += "{\"run\":";
     AppendString(body, q.runs[i]);
@@ -297,7 +319,14 @@ void AppendRawSeries(ApiContext& ctx, const SeriesQuery& q, const std::string& m
       first = false;
       AppendPoint(body, p);
     }
-    *body += "]}";
+    *body += "]";
+    if (next && q.axis == storage::XAxis::kStep) {
+      *body += ",\"next_from\":";
+      AppendInt(body, *next);
+    } else if (next) {
+      *body += ",\"truncated\":true";
+    }
+    body->push_back('}');
   }
   *body += "]}\n";
 }
@@ -383,7 +412,7 @@ void AppendDownsampled(ApiContext& ctx, const SeriesQuery& q, const std::string&
 // GET /api/v1/series?project=P&run=R1&run=R2&metric=M[&x=step|time|relative][&from=&to=][&buckets=N]
 void HandleSeries(ApiContext& ctx, HttpRequest&& req, Responder respond) {
   SeriesQuery q;
-  if (auto error = ParseSeriesQuery(req, &q)) return respond(std::move(*error));
+  if (auto error = ParseSeriesQuery(req, ctx.max_raw_points, &q)) return respond(std::move(*error));
   std::string metric = req.Param("metric");
   if (metric.empty()) return respond(HttpResponse::Error(400, "query parameter 'metric' is required"));
   std::string body = "{\"metric\":";
@@ -405,7 +434,7 @@ void HandleSeries(ApiContext& ctx, HttpRequest&& req, Responder respond) {
 // bucket field a column: a page of charts in a few requests instead of one per chart.
 void HandleSeriesBatch(ApiContext& ctx, HttpRequest&& req, Responder respond) {
   SeriesQuery q;
-  if (auto error = ParseSeriesQuery(req, &q)) return respond(std::move(*error));
+  if (auto error = ParseSeriesQuery(req, ctx.max_raw_points, &q)) return respond(std::move(*error));
   std::vector<std::string> metrics = req.Params("metric");
   if (metrics.empty()) return respond(HttpResponse::Error(400, "query parameter 'metric' (one or more) is required"));
   if (q.buckets == 0) return respond(HttpResponse::Error(400, "query parameter 'buckets' is required"));
@@ -448,65 +477,119 @@ void HandleSuperseded(ApiContext& ctx, HttpRequest&& req, Responder respond) {
   respond(HttpResponse::Json(200, std::move(body)));
 }
 
-// Every visible point of a run as /api/v1/write lines: one line per (step, time), bit-exact values.
-void HandleExport(ApiContext& ctx, HttpRequest&& req, Responder respond) {
-  storage::RunInfo info;
-  if (!RequireRun(ctx, req, respond, &info)) return;
+// Writes a run's visible scalar points as /api/v1/write lines, one line per (step, time) with
+// bit-exact values, a window of steps at a time: memory stays at a window's worth however long the
+// run (the answer is streamed).
+class ExportWriter {
+ public:
+  // Points per piece the windows aim at.
+  static constexpr double kPointsPerPiece = 65536;
+
+  ExportWriter(ApiContext& ctx, const storage::RunInfo& run) : ctx_(ctx) {
+    prefix_ = "{\"project\":";
+    AppendString(&prefix_, run.project);
+    prefix_ += ",\"run\":";
+    AppendString(&prefix_, run.id);
+    prefix_ += ",\"step\":";
+    project_ = run.project;
+    run_ = run.id;
+    uint64_t count = 0;
+    for (storage::MetricInfo& m : ctx.engine.ListMetrics(run.project, run.id)) {
+      if (m.kind != "scalar" || m.count == 0) continue;  // histograms have no /write line form
+      first_ = std::min(first_, m.first_step);
+      last_ = std::max(last_, m.last_step);
+      count += m.count;
+      metrics_.push_back(std::move(m.name));
+    }
+    next_ = first_;
+    if (count > 0) {
+      const double steps = static_cast<double>(last_) - static_cast<double>(first_) + 1;
+      window_ = static_cast<int64_t>(std::clamp(kPointsPerPiece * steps / static_cast<double>(count), 1.0, 0x1p62));
+    }
+  }
+
+  // The next window's lines.
+  StreamStep Next(std::string* piece) {
+    if (metrics_.empty() || next_ > last_) return StreamStep::kDone;
+    // The distance as unsigned: exact over the whole int64 range (last_ >= next_ here).
+    const uint64_t left = static_cast<uint64_t>(last_) - static_cast<uint64_t>(next_);
+    const int64_t to = left < static_cast<uint64_t>(window_) ? last_ : next_ + (window_ - 1);
+    cells_.clear();
+    storage::SeriesReadOptions options;
+    options.from_step = next_;
+    options.to_step = to;
+    for (uint32_t m = 0; m < metrics_.size(); ++m) {
+      points_.clear();
+      Status s = ctx_.engine.ReadSeries({project_, run_, metrics_[m]}, options, &points_);
+      if (s.code() == StatusCode::kNotFound) continue;  // deleted meanwhile
+      if (!s.ok()) return StreamStep::kFailed;
+      for (const storage::Point& p : points_) cells_.push_back({p.step, p.time, m, p.value});
+    }
+    std::stable_sort(cells_.begin(), cells_.end(), [](const Cell& a, const Cell& b) {
+      return a.step != b.step ? a.step < b.step : a.time < b.time;
+    });
+    piece->reserve(cells_.size() * 24);
+    for (size_t i = 0; i < cells_.size();) {
+      size_t j = i;
+      *piece += prefix_;
+      AppendInt(piece, cells_[i].step);
+      *piece += ",\"time\":";
+      AppendNumber(piece, cells_[i].time, NonFinite::kBareTokens);
+      *piece += ",\"metrics\":{";
+      for (; j < cells_.size() && cells_[j].step == cells_[i].step && cells_[j].time == cells_[i].time; ++j) {
+        if (j > i) piece->push_back(',');
+        AppendString(piece, metrics_[cells_[j].metric]);
+        piece->push_back(':');
+        AppendNumber(piece, cells_[j].value, NonFinite::kBareTokens);
+      }
+      *piece += "}}\n";
+      i = j;
+    }
+    if (to == last_) return StreamStep::kDone;
+    next_ = to + 1;
+    return StreamStep::kMore;
+  }
+
+ private:
   struct Cell {
     int64_t step;
     double time;
     uint32_t metric;
     double value;
   };
-  std::vector<storage::MetricInfo> metrics = ctx.engine.ListMetrics(info.project, info.id);
-  std::vector<Cell> cells;
-  for (uint32_t m = 0; m < metrics.size(); ++m) {
-    if (metrics[m].kind != "scalar") continue;  // histograms have no /write line form
-    std::vector<storage::Point> points;
-    Status s = ctx.engine.ReadSeries({info.project, info.id, metrics[m].name}, {}, &points);
-    if (!s.ok()) return respond(HttpResponse::Error(HttpStatusOf(s), s.message()));
-    for (const storage::Point& p : points) cells.push_back({p.step, p.time, m, p.value});
-  }
-  std::stable_sort(cells.begin(), cells.end(), [](const Cell& a, const Cell& b) {
-    if (a.step != b.step) return a.step < b.step;
-    return a.time < b.time;
-  });
-  std::string prefix = "{\"project\":";
-  AppendString(&prefix, info.project);
-  prefix += ",\"run\":";
-  AppendString(&prefix, info.id);
-  prefix += ",\"step\":";
-  std::string body;
-  body.reserve(cells.size() * 24);
-  for (size_t i = 0; i < cells.size();) {
-    size_t j = i;
-    body += prefix;
-    AppendInt(&body, cells[i].step);
-    body += ",\"time\":";
-    AppendNumber(&body, cells[i].time, NonFinite::kBareTokens);
-    body += ",\"metrics\":{";
-    for (; j < cells.size() && cells[j].step == cells[i].step && cells[j].time == cells[i].time; ++j) {
-      if (j > i) body.push_back(',');
-      AppendString(&body, metrics[cells[j].metric].name);
-      body.push_back(':');
-      AppendNumber(&body, cells[j].value, NonFinite::kBareTokens);
-    }
-    body += "}}\n";
-    i = j;
-  }
+
+  ApiContext& ctx_;
+  std::string project_, run_, prefix_;
+  std::vector<std::string> metrics_;
+  int64_t first_ = std::numeric_limits<int64_t>::max();
+  int64_t last_ = std::numeric_limits<int64_t>::min();
+  int64_t next_ = 0;
+  int64_t window_ = 1;
+  std::vector<Cell> cells_;
+  std::vector<storage::Point> points_;
+};
+
+// Every visible point of a run as /api/v1/write lines, streamed (ExportWriter).
+void HandleExport(ApiContext& ctx, HttpRequest&& req, Responder respond) {
+  storage::RunInfo info;
+  if (!RequireRun(ctx, req, respond, &info)) return;
+  auto writer = std::make_shared<ExportWriter>(ctx, info);
   HttpResponse r;
   r.content_type = "application/x-ndjson";
-  r.body = std::move(body);
+  r.stream = [writer](std::string* piece) { return writer->Next(piece); };
   respond(std::move(r));
 }
 
 }  // namespace
 
 void RegisterQueryRoutes(HttpServer& server, ApiContext& ctx) {
+  // Every query reads the store (chunks from disk, run search over every run): off the I/O threads.
+  RouteOptions reads;
+  reads.offload = true;
   auto add = [&](const char* path, void (*fn)(ApiContext&, HttpRequest&&, Responder)) {
     server.Route("GET", path, [&ctx, fn](HttpRequest&& req, Responder respond) {
       fn(ctx, std::move(req), std::move(respond));
-    });
+    }, reads);
   };
   add("/api/v1/runs", HandleRuns);
   add("/api/v1/run", HandleRun);

@@ -33,31 +33,58 @@ std::string PeerAddress(const std::string& peer) {
 
 }  // namespace
 
-grpc::Status IngestService::Write(grpc::ServerContext* context,
-                                  grpc::ServerReaderWriter<v1::WriteAck, v1::WriteRequest>* stream) {
-  const std::string peer = PeerAddress(context->peer());
+grpc::Status IngestService::Admit(const grpc::ServerContext& context, const std::string& peer,
+                                  auth::Principal* writer) const {
   if (!allow_from_.empty() && !allow_from_.Contains(peer)) {
     return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "clients from " + peer + " are not allowed");
   }
-  auth::Principal writer;
-  if (keys_ && keys_->enabled()) {
-    auto it = context->client_metadata().find("authorization");
-    std::string_view sent;
-    if (it != context->client_metadata().end()) sent = std::string_view(it->second.data(), it->second.size());
-    if (!sent.starts_with("Bearer ")) return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing API key");
-    Result<auth::Principal> principal = keys_->Authenticate(sent.substr(7));
-    if (!principal.ok()) return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, principal.status().message());
-    if (!principal->Allows(auth::Scope::kWrite)) {
-      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                          "key '" + principal->key_name + "' has scope " +
-                              std::string(auth::ScopeName(principal->scope)) + "; writing needs write");
-    }
-    if (!principal->allow_from.empty() && !principal->allow_from.Contains(peer)) {
-      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                          "key '" + principal->key_name + "' may not be used from " + peer);
-    }
-    writer = std::move(*principal);
+  if (!keys_ || !keys_->enabled()) return grpc::Status::OK;
+  auto it = context.client_metadata().find("authorization");
+  std::string_view sent;
+  if (it != context.client_metadata().end()) sent = std::string_view(it->second.data(), it->second.size());
+  if (!sent.starts_with("Bearer ")) return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing API key");
+  Result<auth::Principal> principal = keys_->Authenticate(sent.substr(7));
+  if (!principal.ok()) return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, principal.status().message());
+  writer->key_name = principal->key_name;  // named in the audit entry even when refused below
+  if (!principal->Allows(auth::Scope::kWrite)) {
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                        "key '" + principal->key_name + "' has scope " +
+                            std::string(auth::ScopeName(principal->scope)) + "; writing needs write");
   }
+  if (!principal->allow_from.empty() && !principal->allow_from.Contains(peer)) {
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                        "key '" + principal->key_name + "' may not be used from " + peer);
+  }
+  *writer = std::move(*principal);
+  return grpc::Status::OK;
+}
+
+void IngestService::Audit(auth::AuditEntry entry, bool wait) {
+  if (!audit_) return;
+  if (!wait) {
+    audit_->Append(std::move(entry), [] {});
+    return;
+  }
+  std::promise<void> durable;
+  audit_->Append(std::move(entry), [&durable] { durable.set_value(); });
+  durable.get_future().wait();
+}
+
+grpc::Status IngestService::Write(grpc::ServerContext* context,
+                                  grpc::ServerReaderWriter<v1::WriteAck, v1::WriteRequest>* stream) {
+  const std::string peer = PeerAddress(context->peer());
+  auth::Principal writer;
+  const grpc::Status admitted = Admit(*context, peer, &writer);
+  auth::AuditEntry opened{.time = 0, .key = writer.key_name, .remote = peer, .action = "gRPC Ingest/Write",
+                          .target = "stream opened", .outcome = 200, .detail = ""};
+  if (!admitted.ok()) {
+    opened.outcome = admitted.error_code() == grpc::StatusCode::UNAUTHENTICATED ? 401 : 403;
+    opened.detail = admitted.error_message();
+    Audit(std::move(opened), /*wait=*/true);
+    return admitted;
+  }
+  Audit(std::move(opened), /*wait=*/true);  // before any batch can be acknowledged
+  uint64_t batches = 0, points_accepted = 0, points_rejected = 0;  // written by the acker only
   {
     std::lock_guard lock(streams_mu_);
     if (draining_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down");
@@ -88,6 +115,9 @@ grpc::Status IngestService::Write(grpc::ServerContext* context,
         next = std::move(pending.front());
       }
       v1::WriteAck ack = next.get();
+      ++batches;
+      points_accepted += ack.points_accepted();
+      points_rejected += ack.points_rejected();
       bool ok = stream->Write(ack);
       {
         std::lock_guard lock(mu);
@@ -138,6 +168,11 @@ grpc::Status IngestService::Write(grpc::ServerContext* context,
   }
   cv.notify_all();
   acker.join();
+  Audit({.time = 0, .key = writer.key_name, .remote = peer, .action = "gRPC Ingest/Write",
+         .target = "stream closed: " + std::to_string(batches) + " batches, " + std::to_string(points_accepted) +
+                   " points accepted, " + std::to_string(points_rejected) + " rejected",
+         .outcome = stopped_on_refusal ? 503 : 200, .detail = ""},
+        /*wait=*/false);
   if (context->IsCancelled()) return grpc::Status::CANCELLED;
   if (stopped_on_refusal) {
     return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server refused a batch; resend it later");

@@ -33,6 +33,8 @@ constexpr Setting kSettings[] = {
     {"--tls-key", "TRAINWATCH_TLS_KEY", "tls_key", "PEM private key of --tls-cert"},
     {"--tls-client-ca", "TRAINWATCH_TLS_CLIENT_CA", "tls_client_ca", "PEM CA bundle: clients must present a certificate it signed (mutual TLS); needs --tls-cert"},
     {"--http-threads", "TRAINWATCH_HTTP_THREADS", "http_threads", "HTTP I/O threads (default 2)"},
+    {"--query-threads", "TRAINWATCH_QUERY_THREADS", "query_threads", "threads for queries, exports and blob reads, off the I/O threads (default 2)"},
+    {"--max-raw-points", "TRAINWATCH_MAX_RAW_POINTS", "max_raw_points", "most points in one raw /api/v1/series answer; more are paged with next_from (default 1000000)"},
     {"--max-body-bytes", "TRAINWATCH_MAX_BODY_BYTES", "max_body_bytes", "largest request body (default 64 MiB)"},
     {"--max-image-bytes", "TRAINWATCH_MAX_IMAGE_BYTES", "max_image_bytes", "largest encoded image (default 16 MiB); larger ones are refused, the rest of their batch is kept. An image must also fit in a request (--max-body-bytes)"},
     {"--max-metrics-per-run", "TRAINWATCH_MAX_METRICS_PER_RUN", "max_metrics_per_run", "default 10000"},
@@ -140,7 +142,9 @@ Status Apply(ServerConfig* c, const std::string& key, const std::string& value, 
     Result<uint64_t> n = ParseCount(where, value);
     if (!n.ok()) return n.status();
     if (key == "http_threads") c->http_threads = static_cast<int>(std::min<uint64_t>(*n, 64));
+    else if (key == "query_threads") c->query_threads = static_cast<int>(std::min<uint64_t>(*n, 64));
     else if (key == "max_body_bytes") c->limits.max_body_bytes = *n;
+    else if (key == "max_raw_points") c->max_raw_points = *n;
     else if (key == "max_image_bytes") c->limits.max_image_bytes = *n;
     else if (key == "max_metrics_per_run") c->limits.max_metrics_per_run = *n;
     else if (key == "max_series_per_project") c->limits.max_series_per_project = *n;

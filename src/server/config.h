@@ -34,6 +34,10 @@ struct ServerConfig {
   // `Authorization: Bearer <key>` (HTTP) or `authorization` metadata (gRPC).
   std::string api_key;
   int http_threads = 2;
+  // Threads that run queries, exports and blob reads (never the HTTP I/O threads).
+  int query_threads = 2;
+  // The most points one raw series answer holds; more are paged (next_from).
+  uint64_t max_raw_points = 1'000'000;
   // Browser protections (docs/security.md): names the Host header may carry besides IP addresses,
   // localhost and this machine's name ("*" any), and origins allowed to call the API from a page.
   std::vector<std::string> allowed_hosts;

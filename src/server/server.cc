@@ -14,6 +14,7 @@
 #include "api/live_hub.h"
 #include "api/routes.h"
 #include "api/static_files.h"
+#include "api/tls_context.h"
 #include "auth/key_store.h"
 #include "auth/token_issuer.h"
 #include "common/clock.h"
@@ -53,6 +54,7 @@ struct Server::Parts {
   std::unique_ptr<alerting::AlertManager> alerts;
   std::mutex reload_mu;  // one rule reload at a time
   std::unique_ptr<api::ApiContext> api;
+  std::unique_ptr<api::ServerTlsContext> tls;  // null without --tls-cert; outlives http
   std::unique_ptr<api::HttpServer> http;
   std::unique_ptr<ingest::IngestService> grpc_service;
   std::unique_ptr<grpc::Server> grpc;
@@ -223,7 +225,8 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   alerting::AlertManagerOptions alert_options;
   alert_options.cooldown_seconds = config.alert_cooldown_seconds;
   alert_options.external_url = config.external_url.empty()
-                                   ? "http://" + config.listen.host + ":" + std::to_string(config.listen.port)
+                                   ? std::string(config.tls() ? "https://" : "http://") + config.listen.host + ":" +
+                                         std::to_string(config.listen.port)
                                    : config.external_url;
   TW_ASSIGN_OR_RETURN(p->alerts, alerting::AlertManager::Open(alert_options, PosixFileSystem(), config.data_dir + "/alerts",
                                                               p->clock, log, p->metrics, alerting_file->rules));
@@ -239,8 +242,18 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
     alerts->OnCommit(request);
   });
 
+  // TLS files are checked (and a bad one named) before anything listens.
+  if (config.tls()) {
+    TW_ASSIGN_OR_RETURN(p->tls, api::ServerTlsContext::Load(PosixFileSystem(), {config.tls_cert_file, config.tls_key_file,
+                                                                              config.tls_client_ca_file}));
+  } else if (!config.listen.IsLoopback() || !config.grpc_listen.IsLoopback()) {
+    log.Warn("serving plaintext beyond loopback: keys and data cross the network in clear text; "
+             "use --tls-cert and --tls-key (docs/security.md)");
+  }
+
   // gRPC first: /api/v1/info tells clients the port it is bound to.
-  p->grpc_service = std::make_unique<ingest::IngestService>(*p->ingestor, p->keys.get(), config.allow_from);
+  p->grpc_service = std::make_unique<ingest::IngestService>(*p->ingestor, p->keys.get(), config.allow_from,
+                                                           p->audit.get());
   grpc::ServerBuilder builder;
   std::string grpc_address = config.grpc_listen.host + ":" + std::to_string(config.grpc_listen.port);
   if (config.grpc_listen.host.find(':') != std::string::npos) {
@@ -270,12 +283,15 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
       api::ApiContext{*p->engine, *p->ingestor, p->metrics, *p->live, std::move(info), p->clock, p->alerts.get(), {}});
   p->api->keys = p->keys.get();
   p->api->audit = p->audit.get();
+  p->api->max_raw_points = config.max_raw_points;
   p->api->tokens = p->tokens.get();
   if (!config.alerting_file.empty()) p->api->reload_rules = [parts = p.get()] { return parts->ReloadAlerting(); };
   api::HttpServerOptions http_options;
+  http_options.tls = p->tls.get();
   http_options.host = config.listen.host;
   http_options.port = config.listen.port;
   http_options.threads = config.http_threads;
+  http_options.query_threads = config.query_threads;
   http_options.max_body_bytes = config.limits.max_body_bytes;
   http_options.keys = p->keys.get();
   http_options.tokens = p->tokens.get();
@@ -294,7 +310,8 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
     p->grpc->Shutdown();
     return s.WithContext("starting HTTP");
   }
-  log.Info("trainwatch serving", {{"http", "http://" + config.listen.host + ":" + std::to_string(p->http->port())},
+  log.Info("trainwatch serving", {{"http", std::string(config.tls() ? "https://" : "http://") + config.listen.host + ":" +
+                                              std::to_string(p->http->port())},
                                   {"grpc", config.grpc_listen.host + ":" + std::to_string(p->grpc_port)},
                                   {"data_dir", config.data_dir}});
   return std::unique_ptr<Server>(new Server(std::move(p)));
@@ -308,6 +325,10 @@ Result<std::string> Server::ReloadAlerting() {
   if (parts_->config.alerting_file.empty()) return Status::NotFound("no alerting file is configured (--alerting FILE)");
   return parts_->ReloadAlerting();
 }
+
+Result<bool> Server::ReloadTls() { return parts_->http->ReloadTls(); }
+
+bool Server::tls() const { return parts_->tls != nullptr; }
 
 Status Server::Shutdown() {
   if (parts_->shut_down) return Status::Ok();

@@ -28,6 +28,11 @@ class Server {
   // Re-reads the alerting file (SIGHUP, POST /api/v1/rules/reload): a one-line summary, or the
   // file's first error (nothing changed then).
   Result<std::string> ReloadAlerting();
+  // Re-reads the TLS certificate and key for HTTP (SIGHUP; gRPC re-reads them on its own): true
+  // when new connections get a new certificate; the error when the files do not load (the
+  // certificate in use stays).
+  Result<bool> ReloadTls();
+  bool tls() const;
   // Stops accepting, drains in-flight writes, checkpoints and closes the store.
   Status Shutdown();
 

@@ -97,6 +97,9 @@ struct HistogramReadOptions {
 struct SeriesReadOptions {
   int64_t from_step = std::numeric_limits<int64_t>::min();
   int64_t to_step = std::numeric_limits<int64_t>::max();
+  // At most this many points, the first by step (0: all). A read cut short says where the rest
+  // starts, and holds no more than max_points and one chunk in memory however large the range.
+  size_t max_points = 0;
 };
 
 // A superseded point and the generation it belonged to.
@@ -151,8 +154,10 @@ class Engine {
   bool SeriesExists(const SeriesKey& key) const;
 
   // Visible points of a series in [from_step, to_step], by step. NotFound if no such series.
+  // With options.max_points, *next_step (when given) is set to the step the points left out start
+  // at, or reset when none were.
   Status ReadSeries(const SeriesKey& key, const SeriesReadOptions& options,
-                    std::vector<Point>* out) const;
+                    std::vector<Point>* out, std::optional<int64_t>* next_step = nullptr) const;
   // Points hidden by rewinds, by (step, generation).
   Status ReadSuperseded(const SeriesKey& key, std::vector<SupersededPoint>* out) const;
   // The x range of a series' visible points on an axis (for a shared bucket grid). NotFound if the
@@ -269,6 +274,9 @@ class Engine {
   // The visible point with the highest step, from the head and the chunks (engine_rewind.cc).
   // Caller holds series.mu. A chunk that fails to decode is an error.
   Result<std::optional<Point>> NewestVisible(const Series& series) const;
+  // CollectVisible that stops once the first `max_points` points by step are known.
+  Status CollectVisiblePage(const Series& series, int64_t from, int64_t to, size_t max_points,
+                            std::vector<Point>* out, std::optional<int64_t>* next_step) const;
   Status CollectVisible(const Series& series, int64_t from, int64_t to,
                         std::vector<Point>* out) const;
 

@@ -132,12 +132,70 @@ Status Engine::CollectVisible(const Series& series, int64_t from, int64_t to,
   return Status::Ok();
 }
 
+Status Engine::CollectVisiblePage(const Series& series, int64_t from, int64_t to, size_t max_points,
+                                  std::vector<Point>* out, std::optional<int64_t>* next_step) const {
+  // The sources of visible points in the range, each sorted by step, in the order of their first
+  // step: the chunks, then the head (which out-of-order fill-ins may place before them).
+  struct Source {
+    int64_t first;
+    const ChunkRef* chunk;  // null: the head
+  };
+  std::vector<Source> sources;
+  for (const ChunkRef& chunk : series.chunks) {
+    if (chunk.FullyHidden() || chunk.summary.last_step < from || chunk.summary.first_step > to) continue;
+    sources.push_back({std::max(from, chunk.summary.first_step), &chunk});
+  }
+  auto head = std::lower_bound(series.head.begin(), series.head.end(), Point{from, 0, 0}, StepLess);
+  if (head != series.head.end() && head->step <= to) sources.push_back({head->step, nullptr});
+  std::stable_sort(sources.begin(), sources.end(), [](const Source& a, const Source& b) { return a.first < b.first; });
+
+  const size_t start = out->size();
+  auto page = [&] { return out->size() - start; };
+  auto sort = [&] {
+    if (!std::is_sorted(out->begin() + start, out->end(), StepLess)) {
+      std::stable_sort(out->begin() + start, out->end(), StepLess);
+    }
+  };
+  for (size_t i = 0; i < sources.size(); ++i) {
+    if (const ChunkRef* chunk = sources[i].chunk) {
+      TW_ASSIGN_OR_RETURN(PointsPtr points, ChunkPoints(series, *chunk));
+      auto begin = std::lower_bound(points->begin(), points->end(), Point{from, 0, 0}, StepLess);
+      for (auto p = begin; p != points->end() && p->step <= to && p->step < chunk->hidden_from_step; ++p) {
+        out->push_back(*p);
+      }
+    } else {
+      for (auto p = head; p != series.head.end() && p->step <= to; ++p) out->push_back(*p);
+    }
+    if (page() < max_points) continue;
+    // Every point below the next source's first step is in: no later source holds one.
+    const bool last = i + 1 == sources.size();
+    const int64_t boundary = last ? std::numeric_limits<int64_t>::max() : sources[i + 1].first;
+    sort();
+    size_t final_points = std::lower_bound(out->begin() + start, out->end(), Point{boundary, 0, 0}, StepLess) -
+                          (out->begin() + start);
+    if (last) final_points = page();
+    if (final_points < max_points || (final_points == max_points && page() == max_points && last)) continue;
+    *next_step = final_points > max_points ? (*out)[start + max_points].step : boundary;
+    out->resize(start + max_points);
+    return Status::Ok();
+  }
+  sort();
+  next_step->reset();
+  return Status::Ok();
+}
+
 Status Engine::ReadSeries(const SeriesKey& key, const SeriesReadOptions& options,
-                          std::vector<Point>* out) const {
+                          std::vector<Point>* out, std::optional<int64_t>* next_step) const {
   Series* series = FindSeries(key);
   if (series == nullptr) return Status::NotFound("no metric '" + key.metric + "' in run '" + key.run + "'");
   std::shared_lock lock(series->mu);
-  return CollectVisible(*series, options.from_step, options.to_step, out);
+  if (options.max_points == 0) {
+    if (next_step) next_step->reset();
+    return CollectVisible(*series, options.from_step, options.to_step, out);
+  }
+  std::optional<int64_t> ignored;
+  return CollectVisiblePage(*series, options.from_step, options.to_step, options.max_points, out,
+                            next_step ? next_step : &ignored);
 }
 
 Status Engine::ReadSuperseded(const SeriesKey& key, std::vector<SupersededPoint>* out) const {

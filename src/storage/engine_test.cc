@@ -179,6 +179,47 @@ TEST_F(EngineTest, OutOfOrderPointsFillEmptySteps) {
   EXPECT_EQ(Steps(Read()), want);
 }
 
+// Pages of every size, over sealed chunks, the head and out-of-order fill-ins that make chunks
+// overlap, add up to the whole read, in order, each page no larger than asked.
+TEST_F(EngineTest, PagedReadsAddUpToTheWholeSeries) {
+  Open(/*chunk_points=*/4);
+  std::vector<std::pair<int64_t, double>> rows;
+  for (int64_t s = 0; s < 40; s += 2) rows.emplace_back(s, static_cast<double>(s));
+  Write(rows);
+  Write({{5, 5}, {1, 1}, {33, 33}, {17, 17}, {41, 41}});  // fill-ins across sealed chunks, and the head
+  const std::vector<Point> whole = Read();
+  ASSERT_EQ(whole.size(), 25u);
+  for (size_t page_size = 1; page_size <= whole.size() + 1; ++page_size) {
+    std::vector<Point> pages;
+    SeriesReadOptions options;
+    options.max_points = page_size;
+    for (int reads = 0;; ++reads) {
+      ASSERT_LT(reads, 100) << "page size " << page_size;
+      std::vector<Point> page;
+      std::optional<int64_t> next;
+      ASSERT_TRUE(engine_->ReadSeries({"p", "r", "loss"}, options, &page, &next).ok());
+      EXPECT_LE(page.size(), page_size);
+      pages.insert(pages.end(), page.begin(), page.end());
+      if (!next) break;
+      EXPECT_GT(*next, page.empty() ? options.from_step : page.back().step);
+      options.from_step = *next;
+    }
+    EXPECT_EQ(Steps(pages), Steps(whole)) << "page size " << page_size;
+  }
+  // A bounded range pages within its bounds.
+  SeriesReadOptions options;
+  options.from_step = 3;
+  options.to_step = 20;
+  options.max_points = 4;
+  std::vector<Point> page;
+  std::optional<int64_t> next;
+  ASSERT_TRUE(engine_->ReadSeries({"p", "r", "loss"}, options, &page, &next).ok());
+  std::vector<std::pair<int64_t, double>> want = {{4, 4}, {5, 5}, {6, 6}, {8, 8}};
+  EXPECT_EQ(Steps(page), want);
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(*next, 10);
+}
+
 TEST_F(EngineTest, RetriedBatchWithSameWriterSequenceAppliesOnce) {
   Open();
   Write({{0, 1.0}}, "loss", "writer-a", 1);

@@ -132,6 +132,7 @@ class Server:
 
     def __init__(self, workdir, data_dir=None, extra_args=(), ca_file=None, client_cert=None, client_key=None):
         self.tls = "--tls-cert" in extra_args
+        self.ca_file = ca_file
         self.ssl_context = tls_client_context(ca_file, client_cert, client_key) if self.tls else None
         self.workdir = str(workdir)
         os.makedirs(self.workdir, exist_ok=True)

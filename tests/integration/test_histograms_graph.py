@@ -278,7 +278,8 @@ def test_info_tells_the_grpc_address(server_factory):
     out = subprocess.run([BIN, "version"], capture_output=True, text=True).stdout.split()
     server = server_factory()
     info = server.get_json("/api/v1/info")
-    assert info == {"version": out[1], "grpc": "127.0.0.1:%d" % server.grpc_port, "api_key_required": False}
+    assert info == {"version": out[1], "grpc": "127.0.0.1:%d" % server.grpc_port, "grpc_tls": False,
+                    "api_key_required": False}
     keyed = server_factory("--api-key", "s3cret")
     assert keyed.get("/api/v1/info").status == 401
     r = http("GET", keyed.url + "/api/v1/info", headers={"Authorization": "Bearer s3cret"})
