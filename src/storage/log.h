@@ -53,6 +53,9 @@ class Log {
   // Bytes the log occupies on disk.
   virtual uint64_t DiskBytes() const = 0;
 
+  // OK while the log accepts appends; otherwise the error that stopped it (for /healthz).
+  virtual Status Health() const = 0;
+
   // Completes pending appends, then refuses new ones.
   virtual void Close() = 0;
 };

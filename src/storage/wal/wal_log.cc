@@ -78,22 +78,33 @@ void WalLog::WriterLoop() {
   std::vector<Pending> group;
   while (true) {
     Status failure;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      work_cv_.wait(lock, [&] { return !queue_.empty() || closing_; });
-      if (queue_.empty()) break;  // closing, and everything queued is done
-      uint64_t group_bytes = 0;
-      do {
-        group_bytes += queue_.front().record.size();
-        group.push_back(std::move(queue_.front()));
-        queue_.pop_front();
-      } while (!queue_.empty() &&
-               group_bytes + queue_.front().record.size() <= options_.max_group_bytes);
-      failure = failure_;
-    }
-
     WalStats delta;
-    Status status = failure.ok() ? WriteGroup(group, &delta) : failure;
+    Status status;
+    {
+      // The group is taken and written under write_mu_, so that TruncateBefore never sees a
+      // group that has left the queue but is not on disk yet.
+      std::unique_lock<std::mutex> write_lock(write_mu_);
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        if (queue_.empty() && !closing_) {
+          write_lock.unlock();  // TruncateBefore may roll while the writer waits
+          work_cv_.wait(lock, [&] { return !queue_.empty() || closing_; });
+          lock.unlock();
+          write_lock.lock();
+          lock.lock();
+        }
+        if (queue_.empty()) break;  // closing, and everything queued is done
+        uint64_t group_bytes = 0;
+        do {
+          group_bytes += queue_.front().record.size();
+          group.push_back(std::move(queue_.front()));
+          queue_.pop_front();
+        } while (!queue_.empty() &&
+                 group_bytes + queue_.front().record.size() <= options_.max_group_bytes);
+        failure = failure_;
+      }
+      status = failure.ok() ? WriteGroup(group, &delta) : failure;
+    }
     uint64_t payload = 0;
     for (Pending& p : group) {
       payload += p.record.size();
@@ -117,6 +128,7 @@ void WalLog::WriterLoop() {
     for (Pending& p : group) p.done(status, p.lsn);
     group.clear();
   }
+  std::lock_guard<std::mutex> write_lock(write_mu_);
   if (active_ != nullptr) {
     Status s = active_->Close();
     active_.reset();
@@ -174,8 +186,64 @@ Status WalLog::SyncDirIfNeeded(WalStats* delta) {
   return Status::Ok();
 }
 
+Status WalLog::RetireLastSegment(uint64_t lsn) {
+  {
+    // A segment created by an earlier roll whose directory sync failed: durable first, as the
+    // segments before it are about to go.
+    WalStats delta;
+    Status synced = SyncDirIfNeeded(&delta);
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.syncs += delta.syncs;
+    TW_RETURN_IF_ERROR(synced);
+  }
+  uint64_t next_to_write;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!failure_.ok() || closing_ || segments_.empty() || segments_.back().bytes == 0) {
+      return Status::Ok();  // failed or closed: left to recovery; nothing to retire
+    }
+    // With write_mu_ held no group is between the queue and the disk: every record before the
+    // queue's first (or before next_lsn_) is written and synced, and none after it.
+    next_to_write = queue_.empty() ? next_lsn_ : queue_.front().lsn;
+    if (next_to_write > lsn) return Status::Ok();  // the last segment holds records still needed
+  }
+  // The active segment was synced by its last group (a failed one fail-stops the log), so closing
+  // it needs no sync. Its successor exists on disk before any segment is deleted: recovery then
+  // finds it last, empty, and takes the next LSN from its name.
+  if (active_ != nullptr) {
+    Status s = active_->Close();
+    active_.reset();
+    TW_RETURN_IF_ERROR(s.WithContext("closing the WAL segment to retire"));
+  }
+  // A failure before this point leaves no active segment: the next group starts one (reusing an
+  // empty file at the name).
+  TW_ASSIGN_OR_RETURN(active_, SegmentWriter::Create(fs_, SegmentPath(next_to_write),
+                                                     next_to_write));
+  dir_dirty_ = true;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.bytes_written += kSegmentHeaderSize;  // buffered: written with the next group
+    segments_.push_back({next_to_write, 0});
+  }
+  // Until the new entry is durable the old segment must stay (the next group syncs it otherwise).
+  WalStats delta;
+  Status synced = SyncDirIfNeeded(&delta);
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.syncs += delta.syncs;
+  return synced;
+}
+
 Status WalLog::TruncateBefore(uint64_t lsn) {
   std::lock_guard<std::mutex> truncate_lock(truncate_mu_);
+  {
+    std::lock_guard<std::mutex> write_lock(write_mu_);
+    // A failed roll deletes nothing this time (the old last segment may be the only one whose
+    // name tells the next LSN); the log itself goes on, and the next truncation deletes it.
+    Status rolled = RetireLastSegment(lsn);
+    if (!rolled.ok()) {
+      return rolled.WithContext("retiring the last WAL segment before lsn " + std::to_string(lsn));
+    }
+  }
   std::vector<uint64_t> doomed;
   {
     std::lock_guard<std::mutex> lock(mu_);

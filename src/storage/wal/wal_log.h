@@ -98,8 +98,12 @@ class WalLog final : public Log {
       uint64_t from_lsn,
       const std::function<Status(uint64_t lsn, std::string_view record)>& fn) override;
 
-  // Deletes the segments whose records all have LSN < lsn, never the last one, then syncs the
-  // directory. Safe to call at any time, concurrently with Append.
+  // Deletes the segments whose records all have LSN < lsn, then syncs the directory. When every
+  // record written to disk has LSN < lsn (a checkpoint with no newer writes), the last segment
+  // goes too: the writer rolls first to a new, empty segment named after the next record's LSN
+  // (a 0-byte file until its first group, which tells recovery the next LSN), so the log keeps no
+  // byte of a covered record. Safe to call at any time, concurrently with Append; waits for a
+  // group being written. Does nothing to the segments after a fail-stop but delete older ones.
   Status TruncateBefore(uint64_t lsn) override;
 
   uint64_t NextLsn() const override;
@@ -111,7 +115,7 @@ class WalLog final : public Log {
 
   WalStats Stats() const;
   // OK, or the error that stopped the log.
-  Status Health() const;
+  Status Health() const override;
 
  private:
   struct Pending {
@@ -139,6 +143,10 @@ class WalLog final : public Log {
   Status StartSegment(uint64_t lsn, WalStats* delta);
   // Fsyncs the directory if a segment was created since it was last synced. Writer thread only.
   Status SyncDirIfNeeded(WalStats* delta);
+  // TruncateBefore's roll: if every record written has LSN < lsn and the last segment holds any,
+  // closes the active segment and creates the next one, empty, named after the next LSN to be
+  // written, its directory entry synced. Caller holds write_mu_ (not mu_).
+  Status RetireLastSegment(uint64_t lsn);
 
   FileSystem& fs_;
   const std::string dir_;
@@ -157,11 +165,15 @@ class WalLog final : public Log {
   std::thread::id writer_id_;         // GUARDED_BY(mu_); set by Open before it returns
   ReplayStats recovery_;              // GUARDED_BY(mu_); what Open cut off, for Replay to report
 
-  std::mutex truncate_mu_;  // serializes TruncateBefore calls; taken before mu_
+  std::mutex truncate_mu_;  // serializes TruncateBefore calls; taken before write_mu_
+  // Held by the writer thread from taking a group off the queue until it is written and synced,
+  // and by TruncateBefore while it rolls: whoever holds it owns active_ and dir_dirty_. Taken
+  // before mu_.
+  std::mutex write_mu_;
   std::mutex close_mu_;     // serializes joining writer_
   std::thread writer_;      // GUARDED_BY(close_mu_) once started
 
-  // Writer thread only.
+  // GUARDED_BY(write_mu_): the writer thread's, and TruncateBefore's while it rolls.
   std::unique_ptr<SegmentWriter> active_;
   bool dir_dirty_ = false;  // a segment was created and the directory not synced since
 };

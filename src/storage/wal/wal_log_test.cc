@@ -251,8 +251,8 @@ TEST_F(WalLogTest, TruncateBeforeDeletesWholeSegmentsBelowTheLsn) {
   ASSERT_TRUE(log->TruncateBefore(firsts[2] + 1).ok());
   EXPECT_EQ(*ParseSegmentFileName(SegmentNames().front()), firsts[2]);
   EXPECT_LT(log->DiskBytes(), before);
-  // Past the end: everything but the active segment goes.
-  ASSERT_TRUE(log->TruncateBefore(1000).ok());
+  // Up to the last record: everything but the active segment goes.
+  ASSERT_TRUE(log->TruncateBefore(100).ok());
   EXPECT_THAT(SegmentNames(), ElementsAre(SegmentFileName(firsts.back())));
   EXPECT_EQ(log->Stats().segments, 1u);
   // Appending still works, into the active segment.
@@ -272,12 +272,65 @@ TEST_F(WalLogTest, TruncateBeforeDeletesWholeSegmentsBelowTheLsn) {
   EXPECT_EQ(ReplayAll(*log, 0).stats.lsn_gaps, 0u);
 }
 
-TEST_F(WalLogTest, TruncateBeforeNeverDeletesTheLastSegment) {
+TEST_F(WalLogTest, TruncateBeforeKeepsTheLastSegmentWhileItHoldsARecordStillNeeded) {
   { AppendAll(*OpenLog(), {"a", "b"}); }
   auto log = OpenLog();
-  ASSERT_TRUE(log->TruncateBefore(100).ok());
-  EXPECT_EQ(SegmentNames().size(), 1u);
+  ASSERT_TRUE(log->TruncateBefore(2).ok());
+  EXPECT_THAT(SegmentNames(), ElementsAre(SegmentFileName(1)));
   EXPECT_EQ(ReplayAll(*log).records.size(), 2u);
+}
+
+// A checkpoint with no newer writes: the last segment goes too, and an empty one named after the
+// next LSN stays in its place, so no byte of a covered record is left on disk.
+TEST_F(WalLogTest, TruncateBeforeRetiresTheLastSegmentOnceEverythingInItIsCovered) {
+  auto log = OpenLog();
+  EXPECT_EQ(AppendAll(*log, {"a", "b", "c"}), (std::vector<uint64_t>{1, 2, 3}));
+  ASSERT_TRUE(log->TruncateBefore(4).ok());
+  EXPECT_THAT(SegmentNames(), ElementsAre(SegmentFileName(4)));
+  EXPECT_EQ(*fs_.FileSize(dir_.path() + "/" + SegmentFileName(4)), 0u);
+  EXPECT_EQ(log->DiskBytes(), 0u);
+  EXPECT_EQ(log->Stats().segments, 1u);
+  ASSERT_TRUE(log->TruncateBefore(4).ok());  // again: nothing to do
+  EXPECT_THAT(SegmentNames(), ElementsAre(SegmentFileName(4)));
+  // A truncation past the end also retires (the records it covers need not have been written).
+  log.reset();
+  log = OpenLog();
+  EXPECT_EQ(log->NextLsn(), 4u);
+  Replayed empty = ReplayAll(*log, 4);
+  EXPECT_EQ(empty.records.size(), 0u);
+  EXPECT_EQ(empty.stats.lsn_gaps, 0u) << empty.stats.report;
+  EXPECT_EQ(AppendAll(*log, {"d", "e"}), (std::vector<uint64_t>{4, 5}));
+  EXPECT_THAT(SegmentNames(), ElementsAre(SegmentFileName(4)));  // the placeholder, reused
+  ASSERT_TRUE(log->TruncateBefore(5).ok());                      // 5 is still needed
+  EXPECT_THAT(SegmentNames(), ElementsAre(SegmentFileName(4)));
+  ASSERT_TRUE(log->TruncateBefore(1000).ok());
+  EXPECT_THAT(SegmentNames(), ElementsAre(SegmentFileName(6)));
+  EXPECT_EQ(AppendAll(*log, {"f"}), (std::vector<uint64_t>{6}));
+  log.reset();
+  log = OpenLog();
+  Replayed r = ReplayAll(*log, 6);
+  ASSERT_EQ(r.records.size(), 1u);
+  EXPECT_EQ(r.records[0], Rec(6, "f"));
+  EXPECT_EQ(r.stats.lsn_gaps, 0u) << r.stats.report;
+}
+
+// Records queued behind the writer when the truncation comes go to the new segment.
+TEST_F(WalLogTest, RetiringWhileRecordsAreQueuedKeepsThem) {
+  auto log = OpenLog();
+  AppendAll(*log, {"a"});
+  WriterHold hold(*log);  // lsn 2, written; its callback holds the writer
+  CallbackLog callbacks;
+  log->Append("queued", callbacks.Callback());  // lsn 3, waits in the queue
+  ASSERT_TRUE(log->TruncateBefore(3).ok());     // 1 and 2 are covered and on disk
+  EXPECT_THAT(SegmentNames(), ElementsAre(SegmentFileName(3)));
+  hold.Release();
+  EXPECT_TRUE(callbacks.WaitFor(1)[0].first.ok());
+  log.reset();
+  log = OpenLog();
+  Replayed r = ReplayAll(*log, 3);
+  ASSERT_EQ(r.records.size(), 1u);
+  EXPECT_EQ(r.records[0], Rec(3, "queued"));
+  EXPECT_EQ(r.stats.lsn_gaps, 0u) << r.stats.report;
 }
 
 TEST_F(WalLogTest, TruncateBeforeConcurrentWithAppends) {
@@ -296,12 +349,22 @@ TEST_F(WalLogTest, TruncateBeforeConcurrentWithAppends) {
   for (int round = 0; round < 5; ++round) AppendAll(*log, records);
   done = true;
   truncator.join();
+  {
+    // What the truncator left: no corruption, no gap, the last record there unless retired.
+    log.reset();
+    log = OpenLog(options);
+    Replayed r = ReplayAll(*log, 0);
+    EXPECT_EQ(r.stats.corrupt_records, 0u) << r.stats.report;
+    EXPECT_EQ(r.stats.lsn_gaps, 0u) << r.stats.report;
+    if (!r.records.empty()) {
+      EXPECT_EQ(r.stats.last_lsn, 1500u);
+    }
+    EXPECT_EQ(log->NextLsn(), 1501u);
+  }
   ASSERT_TRUE(log->TruncateBefore(log->NextLsn()).ok());
-  EXPECT_EQ(SegmentNames().size(), 1u);
+  EXPECT_THAT(SegmentNames(), ElementsAre(SegmentFileName(1501)));
   log.reset();
-  Replayed r = ReplayAll(*OpenLog(options), 0);
-  EXPECT_EQ(r.stats.last_lsn, 1500u);
-  EXPECT_EQ(r.stats.corrupt_records, 0u);
+  EXPECT_EQ(OpenLog(options)->NextLsn(), 1501u);
 }
 
 // The last record is cut at every byte: recovery keeps the others, cuts exactly the torn bytes,
