@@ -5,7 +5,14 @@
 namespace trainwatch::api {
 
 void RegisterOpsRoutes(HttpServer& server, ApiContext& ctx) {
-  server.Route("GET", "/healthz", [](HttpRequest&&, Responder respond) {
+  // 503 once the write-ahead log has stopped (a write or sync failed: every write is refused).
+  server.Route("GET", "/healthz", [&ctx](HttpRequest&&, Responder respond) {
+    if (Status log = ctx.engine.LogHealth(); !log.ok()) {
+      std::string body = "{\"status\":\"unavailable\",\"reason\":";
+      AppendString(&body, "write-ahead log: " + log.ToString());
+      respond(HttpResponse::Json(503, std::move(body) + "}\n"));
+      return;
+    }
     respond(HttpResponse::Json(200, "{\"status\":\"ok\"}\n"));
   });
   server.Route("GET", "/metrics", [&ctx](HttpRequest&&, Responder respond) {

@@ -100,7 +100,9 @@ struct Server::Parts {
   void RetentionLoop() {
     std::unique_lock lock(retention_mu);
     for (;;) {
-      auto interval = std::chrono::duration<double>(config.retention_interval_seconds);
+      // Sooner while the disk is near the guard's threshold (Retention::NextPollSeconds).
+      auto interval =
+          std::chrono::duration<double>(retention->NextPollSeconds(config.retention_interval_seconds));
       if (retention_cv.wait_for(lock, interval, [&] { return retention_stop; })) return;
       lock.unlock();
       Status s = retention->RunOnce();

@@ -16,6 +16,10 @@ Result<double> DiskUsedPercent(const std::string& path) {
   return 100.0 * (total - available) / total;
 }
 
+double LastActivity(const RunInfo& run) {
+  return std::max({run.end_time, run.last_write_time, run.last_heartbeat});
+}
+
 Retention::Retention(Engine& engine, Clock& clock, Logger& logger, RetentionOptions options,
                      DiskUsage usage, SetRefusal set_refusal)
     : engine_(engine),
@@ -55,8 +59,17 @@ Status Retention::ApplyMaxAges() {
   return Status::Ok();
 }
 
+double Retention::NextPollSeconds(double regular_seconds) const {
+  const bool near = last_used_percent_ < 0 || refusing_ ||
+                    last_used_percent_ >= options_.disk_threshold_percent -
+                                              options_.near_threshold_margin_percent;
+  return near ? std::min(regular_seconds, options_.near_threshold_poll_seconds) : regular_seconds;
+}
+
 Status Retention::GuardDisk() {
+  last_used_percent_ = -1;
   TW_ASSIGN_OR_RETURN(double used, usage_());
+  last_used_percent_ = used;
   if (used <= options_.disk_threshold_percent) {
     if (refusing_) {
       logger_.Info("disk guard: space available again; accepting writes", {{"used_percent", used}});
@@ -65,34 +78,38 @@ Status Retention::GuardDisk() {
     }
     return Status::Ok();
   }
-  // Finished runs that ended long enough ago, oldest first.
+  // Runs that are over (a running run may still write) with no activity for long enough, the
+  // longest silent first.
   const double cutoff = clock_.NowUnixSeconds() - options_.disk_guard_min_age_seconds;
   std::vector<RunInfo> candidates;
   for (RunInfo& run : engine_.ListRuns()) {
-    double ended = run.end_time > 0 ? run.end_time : run.last_write_time;
-    if (run.status == RunStatus::kFinished && ended < cutoff) candidates.push_back(std::move(run));
+    const bool over = run.status == RunStatus::kFinished || run.status == RunStatus::kCrashed ||
+                      run.status == RunStatus::kStalled;
+    if (over && LastActivity(run) < cutoff) candidates.push_back(std::move(run));
   }
   std::sort(candidates.begin(), candidates.end(), [](const RunInfo& a, const RunInfo& b) {
-    double ea = a.end_time > 0 ? a.end_time : a.last_write_time;
-    double eb = b.end_time > 0 ? b.end_time : b.last_write_time;
-    return ea < eb;
+    return LastActivity(a) < LastActivity(b);
   });
   size_t deleted = 0;
   for (const RunInfo& run : candidates) {
-    logger_.Warn("disk guard: deleting an old finished run",
-                 {{"project", run.project}, {"run", run.id}, {"used_percent", used}});
+    logger_.Warn("disk guard: deleting an old run",
+                 {{"project", run.project}, {"run", run.id},
+                  {"status", std::string(RunStatusName(run.status))},
+                  {"last_activity", LastActivity(run)}, {"used_percent", used}});
     TW_RETURN_IF_ERROR(engine_.DeleteRun(run.project, run.id));
     ++deleted;
     if (deleted % 16 == 0 || &run == &candidates.back()) {
       TW_RETURN_IF_ERROR(engine_.CompactStore());  // deletions free space only once compacted
       TW_ASSIGN_OR_RETURN(used, usage_());
+      last_used_percent_ = used;
       if (used <= options_.disk_threshold_percent) break;
     }
   }
   if (used > options_.disk_threshold_percent && !refusing_) {
     std::string why = "disk is " + std::to_string(static_cast<int>(used)) +
                       "% full (limit " + std::to_string(static_cast<int>(options_.disk_threshold_percent)) +
-                      "%) and no finished run older than the guard's minimum age is left to delete; "
+                      "%) and no finished, crashed or stalled run silent for longer than the guard's minimum "
+                      "age is left to delete; "
                       "writes are refused until space is freed";
     logger_.Error("disk guard: refusing writes", {{"used_percent", used}});
     set_refusal_(Status::ResourceExhausted(why));

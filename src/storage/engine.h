@@ -201,6 +201,8 @@ class Engine {
 
   uint64_t DiskBytes() const;
   uint64_t LogDiskBytes() const { return log_->DiskBytes(); }
+  // OK while the write-ahead log accepts appends; else the error that stopped it.
+  Status LogHealth() const { return log_->Health(); }
   // Waits until every chunk sealed so far is persisted (tests, benchmarks).
   void WaitForSealer();
   // Compacts the store (benchmarks measure the settled size).

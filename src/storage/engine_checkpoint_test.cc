@@ -6,11 +6,13 @@
 #include <unistd.h>
 
 #include <functional>
+#include <future>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "common/file_system.h"
+#include "common/testing/fault_injection_fs.h"
 #include "common/testing/temp_dir.h"
 #include "storage/engine.h"
 #include "storage/engine_test_util.h"
@@ -116,6 +118,40 @@ TEST_F(EngineCheckpointTest, ACheckpointWithNoNewerWritesLeavesNoWalBytesAndAKil
   Open();
   EXPECT_EQ(Read("loss"), Expected(0, 1010)) << "points written after the retirement were replayed";
   EXPECT_EQ(Read("acc"), Expected(0, 10));
+}
+
+// A write error stops the log (fail-stop, docs/format/wal.md): the engine says so, with the
+// reason, for /healthz to answer 503.
+TEST(EngineLogHealthTest, AWalWriteErrorIsReportedAsTheLogsHealth) {
+  test::TempDir dir;
+  test::FaultInjectionFileSystem fs(PosixFileSystem());
+  ManualClock clock;
+  Logger logger{LogLevel::kError};
+  MetricsRegistry metrics;
+  auto wal = wal::WalLog::Open(fs, dir.path() + "/wal");
+  ASSERT_TRUE(wal.ok());
+  auto store = ChunkStore::Open(dir.path() + "/store");
+  ASSERT_TRUE(store.ok());
+  auto engine = Engine::Open(EngineOptions{}, std::move(*wal), std::move(*store), clock, logger,
+                             metrics);
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  EXPECT_TRUE((*engine)->LogHealth().ok());
+  fs.SetWriteError(Status::ResourceExhausted("injected: no space left on device"));
+  v1::WriteRequest request;
+  v1::RunBatch* batch = request.add_runs();
+  batch->set_run("r");
+  batch->add_steps(0);
+  v1::MetricColumn* column = batch->add_metrics();
+  column->set_name("loss");
+  column->add_values(1);
+  std::promise<Status> done;
+  (*engine)->Write(std::move(request),
+                   [&](const Status& s, const WriteOutcome&) { done.set_value(s); });
+  EXPECT_FALSE(done.get_future().get().ok());
+  Status health = (*engine)->LogHealth();
+  EXPECT_FALSE(health.ok());
+  EXPECT_NE(health.ToString().find("no space left on device"), std::string::npos) << health.ToString();
+  fs.SetWriteError(Status::Ok());
 }
 
 }  // namespace
