@@ -178,6 +178,39 @@ def test_token(schema, populated):
     check(schema, "Token", json.loads(r.body))
 
 
+def test_paged_raw_series(schema, server_factory):
+    server = server_factory("--max-raw-points", "10")
+    server.write_ok(['{"run":"r","step":%d,"metrics":{"loss":1.5}}' % s for s in range(25)])
+    paged = get(server, "/api/v1/series", {"run": "r", "metric": "loss"})
+    assert paged["series"][0]["next_from"] == 10, paged
+    check(schema, "SeriesRaw", paged)
+    truncated = get(server, "/api/v1/series", {"run": "r", "metric": "loss", "x": "time"})
+    assert truncated["series"][0]["truncated"] is True, truncated
+    check(schema, "SeriesRaw", truncated)
+
+
+def test_keys_and_audit(schema, server_factory):
+    server = server_factory("--api-key", "admin-s3cret")
+    admin = {"Authorization": "Bearer admin-s3cret"}
+    r = server.post("/api/v1/keys", json.dumps({"name": "ci", "scope": "write", "projects": ["v"], "expires": "30d",
+                                                "allow_from": "10.0.0.0/8"}), headers=admin)
+    assert r.status == 200, r
+    check(schema, "NewKey", json.loads(r.body))
+    r = server.post("/api/v1/keys", json.dumps({"name": "dash"}), headers=admin)
+    check(schema, "NewKey", json.loads(r.body))
+    r = server.get("/api/v1/keys", headers=admin)
+    listed = json.loads(r.body)
+    assert {k["name"] for k in listed["keys"]} == {"ci", "dash"}, listed
+    check(schema, "KeyList", listed)
+    r = server.post("/api/v1/keys/revoke", json.dumps({"name": "dash"}), headers=admin)
+    check(schema, "KeyRevoked", json.loads(r.body))
+    assert server.get("/api/v1/runs", headers={"Authorization": "Bearer nope"}).status == 401
+    r = server.get("/api/v1/audit", headers=admin)
+    entries = json.loads(r.body)
+    assert any(e.get("detail") for e in entries["entries"]) and len(entries["entries"]) == 4, entries
+    check(schema, "AuditList", entries)
+
+
 def test_live_messages(schema, populated):
     ws = websocket.create_connection(populated.ws_url + "/api/v1/live", timeout=10)
     try:
