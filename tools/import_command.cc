@@ -161,6 +161,9 @@ int ImportCommand(const std::vector<std::string>& args) {
         handle.get(), [&](const std::string& line) { messages.Add(line); },
         [&](int64_t step) {
           return RewindRunAfterFlush(client, http, flags.project, run.id, step, timeout);
+        },
+        [&](int64_t step, const std::vector<std::string>& series) {
+          return RewindSeriesAfterFlush(client, http, flags.project, run.id, step, series, timeout);
         });
     RunReport report;
     report.id = run.id;
@@ -224,6 +227,7 @@ int ImportCommand(const std::vector<std::string>& args) {
                             {"texts", c.texts},
                             {"graphs", c.graphs},
                             {"session_starts", c.session_starts},
+                            {"steps_back", c.steps_back},
                             {"rewinds_failed", c.rewinds_failed},
                             {"corrupt", c.corrupt},
                             {"corrupt_bytes", c.corrupt_bytes},

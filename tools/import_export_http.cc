@@ -5,6 +5,8 @@
 #include <cctype>
 #include <mutex>
 
+#include "trainwatch/v1/ingest.pb.h"
+
 namespace trainwatch::tools {
 namespace {
 
@@ -26,17 +28,17 @@ HttpClient::HttpClient(std::string server, std::string api_key) : server_(std::m
 HttpClient::~HttpClient() { curl_easy_cleanup(static_cast<CURL*>(curl_)); }
 
 Result<HttpReply> HttpClient::Get(std::string_view path, double timeout_seconds) {
-  return Perform(path, nullptr, timeout_seconds);
+  return Perform(path, nullptr, timeout_seconds, {});
 }
 
 Result<HttpReply> HttpClient::Post(std::string_view path, std::string_view body,
-                                   double timeout_seconds) {
+                                   double timeout_seconds, std::string_view content_type) {
   const std::string copy(body);
-  return Perform(path, &copy, timeout_seconds);
+  return Perform(path, &copy, timeout_seconds, content_type);
 }
 
 Result<HttpReply> HttpClient::Perform(std::string_view path, const std::string* body,
-                                      double timeout_seconds) {
+                                      double timeout_seconds, std::string_view content_type) {
   CURL* curl = static_cast<CURL*>(curl_);
   if (!curl) return Status::Internal("curl_easy_init failed");
   const std::string url = server_ + std::string(path);
@@ -50,7 +52,8 @@ Result<HttpReply> HttpClient::Perform(std::string_view path, const std::string* 
   curl_slist* headers = nullptr;
   if (!auth_header_.empty()) headers = curl_slist_append(headers, auth_header_.c_str());
   if (body) {
-    headers = curl_slist_append(headers, "Content-Type: application/json");
+    const std::string type_header = "Content-Type: " + std::string(content_type);
+    headers = curl_slist_append(headers, type_header.c_str());
     curl_easy_setopt(curl, CURLOPT_POST, 1L);
     curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body->data());
     curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body->size()));
@@ -75,6 +78,28 @@ Status RewindRunAfterFlush(Client& client, HttpClient& http, const std::string& 
   if (!reply.ok()) return reply.status();
   if (reply->status == 200 || reply->status == 404) return Status::Ok();
   return Status::Unavailable("POST /api/v1/runs/rewind answered HTTP " +
+                             std::to_string(reply->status) + ": " + reply->body);
+}
+
+Status RewindSeriesAfterFlush(Client& client, HttpClient& http, const std::string& project,
+                              const std::string& run, int64_t step,
+                              const std::vector<std::string>& series, double flush_timeout) {
+  if (!client.Flush(flush_timeout)) {
+    return Status::Unavailable("the points before it were not acknowledged within " +
+                               std::to_string(static_cast<int64_t>(flush_timeout)) + " s");
+  }
+  v1::WriteRequest request;
+  v1::RunBatch* batch = request.add_runs();
+  batch->set_project(project);
+  batch->set_run(run);
+  v1::RunMetadata* meta = batch->mutable_metadata();
+  meta->set_rewind_step(step);
+  for (const std::string& name : series) meta->add_rewind_series(name);
+  Result<HttpReply> reply =
+      http.Post("/api/v1/write", request.SerializeAsString(), 60, "application/x-protobuf");
+  if (!reply.ok()) return reply.status();
+  if (reply->status == 200) return Status::Ok();
+  return Status::Unavailable("POST /api/v1/write (a series rewind) answered HTTP " +
                              std::to_string(reply->status) + ": " + reply->body);
 }
 

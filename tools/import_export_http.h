@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/status.h"
 #include "common/strings.h"  // UrlEncode, for the query strings built here and by the commands
@@ -29,12 +30,14 @@ class HttpClient {
   // `path` begins with '/' and holds the query string. Unavailable when no reply came (naming
   // the URL and curl's reason); any HTTP status is a reply.
   Result<HttpReply> Get(std::string_view path, double timeout_seconds = 120);
-  Result<HttpReply> Post(std::string_view path, std::string_view body, double timeout_seconds = 60);
+  Result<HttpReply> Post(std::string_view path, std::string_view body, double timeout_seconds = 60,
+                         std::string_view content_type = "application/json");
 
   const std::string& server() const { return server_; }
 
  private:
-  Result<HttpReply> Perform(std::string_view path, const std::string* body, double timeout_seconds);
+  Result<HttpReply> Perform(std::string_view path, const std::string* body, double timeout_seconds,
+                            std::string_view content_type);
 
   std::string server_;
   std::string auth_header_;
@@ -49,5 +52,12 @@ class HttpClient {
 // the server's reason for any other answer.
 Status RewindRunAfterFlush(Client& client, HttpClient& http, const std::string& project,
                            const std::string& run, int64_t step, double flush_timeout);
+
+// Steps that went backwards (TensorBoard's per-tag purge): as RewindRunAfterFlush, but only the
+// named series of the run start a new timeline at `step` — a metadata-only protobuf write
+// (POST /api/v1/write, RunMetadata.rewind_step and rewind_series), through the server's log.
+Status RewindSeriesAfterFlush(Client& client, HttpClient& http, const std::string& project,
+                              const std::string& run, int64_t step,
+                              const std::vector<std::string>& series, double flush_timeout);
 
 }  // namespace trainwatch::tools

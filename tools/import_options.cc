@@ -100,6 +100,7 @@ std::string FormatCounts(const ImportCounts& c) {
                     Count(c.histograms, "histogram") + ", " + Count(c.images, "image") + ", " +
                     Count(c.texts, "text") + ", " + Count(c.graphs, "graph");
   if (c.session_starts) out += "; " + Count(c.session_starts, "session restart");
+  if (c.steps_back) out += "; " + Count(c.steps_back, "tag whose step went back") + " (purged)";
   if (c.rewinds_failed) out += " (" + std::to_string(c.rewinds_failed) + " not rewound)";
   if (c.corrupt)
     out += "; " + Count(c.corrupt, "corrupt record") + " skipped (" +

@@ -27,6 +27,7 @@ void ImportCounts::Add(const ImportCounts& o) {
   texts += o.texts;
   graphs += o.graphs;
   session_starts += o.session_starts;
+  steps_back += o.steps_back;
   rewinds_failed += o.rewinds_failed;
   corrupt += o.corrupt;
   corrupt_bytes += o.corrupt_bytes;
@@ -113,7 +114,7 @@ void RunSink::HandleSummary(std::string_view file, uint64_t offset, const tfeven
     return;
   }
   for (const tfevents::ScalarValue& s : decoded_.scalars)
-    AddScalar(ev.step, ev.wall_time, s.tag, s.value);
+    AddScalar(file, offset, ev.step, ev.wall_time, s.tag, s.value);
   for (tfevents::HistogramValue& h : decoded_.histograms) {
     run_.LogHistogram(ev.step, h.tag,
                       HistogramBuckets{std::move(h.buckets.edges), std::move(h.buckets.counts)},
@@ -140,6 +141,7 @@ void RunSink::HandleSessionStart(std::string_view file, uint64_t offset, int64_t
             ": the run's points at steps >= " + std::to_string(step) +
             " were not hidden: " + s.message());
   }
+  tag_steps_.RewindAll(step);  // nothing at `step` or later is visible now: no tag goes back there
 }
 
 void RunSink::HandleGraph(std::string_view file, uint64_t offset, std::string_view graph_def,
@@ -170,7 +172,8 @@ bool RunSink::PendingHas(std::string_view tag, uint64_t hash) const {
   return false;
 }
 
-void RunSink::AddScalar(int64_t step, double wall_time, std::string_view tag, double value) {
+void RunSink::AddScalar(std::string_view file, uint64_t offset, int64_t step, double wall_time,
+                        std::string_view tag, double value) {
   const uint64_t h = tfevents::TagHash(tag);
   // A new step, or a tag repeated within the step (its later value must follow the earlier one).
   if (!pending_.empty() && (step != pending_step_ || PendingHas(tag, h))) FlushPending();
@@ -178,7 +181,27 @@ void RunSink::AddScalar(int64_t step, double wall_time, std::string_view tag, do
     pending_step_ = step;
     pending_time_ = wall_time;
   }
-  pending_.push_back({tag, value, h});
+  int64_t& newest = tag_steps_.Slot(tag);  // after the flush above: every earlier row is counted
+  const bool back = TagSteps::GoesBack(newest, step);
+  if (back && pending_back_where_.empty()) pending_back_where_ = Where(file, offset);
+  pending_.push_back({tag, value, h, &newest, back});
+}
+
+void RunSink::RewindPendingSeries() {
+  rewound_series_.clear();
+  for (const PendingScalar& p : pending_) {
+    if (p.goes_back) rewound_series_.emplace_back(p.tag);
+  }
+  if (rewound_series_.empty()) return;
+  counts_.steps_back += rewound_series_.size();
+  if (Status s = rewind_series_(pending_step_, rewound_series_); !s.ok()) {
+    counts_.rewinds_failed += rewound_series_.size();
+    report_(pending_back_where_ + ": step " + std::to_string(pending_step_) + " goes back for " +
+            std::to_string(rewound_series_.size()) + " tag(s) ('" + rewound_series_.front() +
+            "'...): their points at steps >= " + std::to_string(pending_step_) +
+            " were not hidden: " + s.message());
+  }
+  pending_back_where_.clear();
 }
 
 void RunSink::DetachPending() {
@@ -187,8 +210,13 @@ void RunSink::DetachPending() {
 
 void RunSink::FlushPending() {
   if (pending_.empty()) return;
+  RewindPendingSeries();  // before the row: its points are the new timeline
   metrics_.clear();
-  for (const PendingScalar& p : pending_) metrics_.push_back(Metric{p.tag, p.value});
+  for (const PendingScalar& p : pending_) {
+    metrics_.push_back(Metric{p.tag, p.value});
+    // After a purge the tag's newest step is this one; otherwise the newest of the two.
+    *p.newest = p.goes_back ? pending_step_ : std::max(*p.newest, pending_step_);
+  }
   run_.Log(pending_step_, metrics_, pending_time_);
   counts_.points += pending_.size();
   pending_.clear();

@@ -15,6 +15,7 @@
 #include "tfevents/event_file_reader.h"
 #include "tfevents/record_reader.h"
 #include "tfevents/summary.h"
+#include "tag_steps.h"
 #include "trainwatch/client.h"
 
 namespace trainwatch::tools {
@@ -29,7 +30,8 @@ struct ImportCounts {
   uint64_t texts = 0;
   uint64_t graphs = 0;
   uint64_t session_starts = 0;  // SessionLog START events (restarts)
-  uint64_t rewinds_failed = 0;  // of those, the ones whose rewind the server did not confirm
+  uint64_t steps_back = 0;      // scalar values at a step below their tag's newest (purges)
+  uint64_t rewinds_failed = 0;  // of both, the ones whose rewind the server did not confirm
   uint64_t corrupt = 0;         // corrupt stretches skipped
   uint64_t corrupt_bytes = 0;
   uint64_t bad_events = 0;    // records whose CRCs matched but whose Event did not decode
@@ -46,7 +48,11 @@ struct ImportCounts {
 //  - a SessionLog START at step S flushes what is pending, is counted, and calls `rewind(S)`,
 //    which must return once every series of the run has started a new timeline at S (so that
 //    the points before the START stay before the rewind, and the ones after it after):
-//    TensorBoard's purge of the steps >= S (docs/tensorboard.md#restarts).
+//    TensorBoard's purge of the steps >= S (docs/tensorboard.md#restarts);
+//  - a scalar at a step below the newest one its tag was sent at makes its row wait for
+//    `rewind_series(S, tags)`, which must return once those series have started a new timeline at
+//    the row's step S; then the row goes out: TensorBoard's per-tag purge, which hides the tag's
+//    later points even where the new value equals the old (docs/tensorboard.md#steps-that-go-backwards).
 // Problems (corrupt records, malformed values) go to `report` as "file:offset: what" lines.
 // Not thread-safe.
 class RunSink {
@@ -54,8 +60,14 @@ class RunSink {
   using Reporter = std::function<void(const std::string&)>;
   // Rewinds the run on the server at a step (see above); an error is reported and counted.
   using Rewinder = std::function<Status(int64_t step)>;
-  RunSink(Run* run, Reporter report, Rewinder rewind)
-      : run_(*run), report_(std::move(report)), rewind_(std::move(rewind)), decoder_(&plugins_) {}
+  // Rewinds only the named series of the run at a step (see above); an error is reported and counted.
+  using SeriesRewinder = std::function<Status(int64_t step, const std::vector<std::string>& series)>;
+  RunSink(Run* run, Reporter report, Rewinder rewind, SeriesRewinder rewind_series)
+      : run_(*run),
+        report_(std::move(report)),
+        rewind_(std::move(rewind)),
+        rewind_series_(std::move(rewind_series)),
+        decoder_(&plugins_) {}
 
   void OnRecord(std::string_view file, uint64_t offset, std::string_view record);
   void OnCorrupt(std::string_view file, const tfevents::RecordResult& r);
@@ -66,6 +78,8 @@ class RunSink {
 
   ImportCounts& counts() { return counts_; }
   tfevents::TagPlugins& plugins() { return plugins_; }
+  // Each scalar tag's newest step sent (watch keeps them in its state across restarts).
+  TagSteps& tag_steps() { return tag_steps_; }
   // Wall times of the first and last event seen (0 before any).
   double first_wall_time() const { return first_wall_time_; }
   double last_wall_time() const { return last_wall_time_; }
@@ -75,13 +89,18 @@ class RunSink {
   void HandleGraph(std::string_view file, uint64_t offset, std::string_view graph_def,
                    bool from_meta_graph);
   void HandleSessionStart(std::string_view file, uint64_t offset, int64_t step);
-  void AddScalar(int64_t step, double wall_time, std::string_view tag, double value);
+  void AddScalar(std::string_view file, uint64_t offset, int64_t step, double wall_time,
+                 std::string_view tag, double value);
+  // The series of the pending row whose step went backwards, rewound at the row's step.
+  void RewindPendingSeries();
   bool PendingHas(std::string_view tag, uint64_t hash) const;
 
   Run& run_;
   Reporter report_;
   Rewinder rewind_;
+  SeriesRewinder rewind_series_;
   tfevents::TagPlugins plugins_;
+  TagSteps tag_steps_;
   tfevents::SummaryDecoder decoder_;
   tfevents::DecodedSummary decoded_;
   ImportCounts counts_;
@@ -95,10 +114,14 @@ class RunSink {
     std::string_view tag;
     double value;
     uint64_t hash;
+    int64_t* newest;  // the tag's slot in tag_steps_
+    bool goes_back;   // the tag was sent at a later step: its series is rewound first
   };
   int64_t pending_step_ = 0;
   double pending_time_ = 0;
   std::vector<PendingScalar> pending_;
+  std::string pending_back_where_;  // "file:offset" of the row's first value that went back, or ""
+  std::vector<std::string> rewound_series_;
   std::deque<std::string> detached_;  // owns detached tags; a deque keeps them in place as it grows
   std::vector<Metric> metrics_;
 };

@@ -143,11 +143,16 @@ class Watcher {
         run.handle.get(), [this](const std::string& line) { Report(line); },
         [this, id](int64_t step) {
           return RewindRunAfterFlush(client_, http_, flags_.project, id, step, kRewindFlushSeconds);
+        },
+        [this, id](int64_t step, const std::vector<std::string>& series) {
+          return RewindSeriesAfterFlush(client_, http_, flags_.project, id, step, series,
+                                        kRewindFlushSeconds);
         });
     if (auto s = state_.runs.find(id); s != state_.runs.end()) {
       run.saved = s->second;
       for (const auto& [tag, plugin] : run.saved.tags)
         run.sink->plugins().Set(tag, plugin.first, plugin.second);
+      for (const auto& [tag, step] : run.saved.steps) run.sink->tag_steps().Set(tag, step);
     } else {
       std::printf("new run '%s'\n", id.c_str());
       std::fflush(stdout);
@@ -277,6 +282,11 @@ class Watcher {
     for (auto& [id, run] : runs_) {
       for (const auto& [tag, plugin] : run.sink->plugins().all())
         run.saved.tags[tag] = {plugin.name, plugin.data_class};
+      // Consistent with the offsets saved beside them: everything read is acknowledged.
+      run.saved.steps.clear();
+      for (const auto& [tag, step] : run.sink->tag_steps().all()) {
+        if (step != TagSteps::kNone) run.saved.steps[tag] = step;
+      }
       next.runs[id] = run.saved;
       totals_.Add(run.sink->counts());
       run.sink->counts() = ImportCounts{};

@@ -51,6 +51,11 @@ Result<WatchState> LoadWatchState(const std::string& path) {
         run.tags[tag] = {plugin.at("plugin").get<std::string>(),
                          plugin.at("data_class").get<int>()};
       }
+      // Written since the per-tag purge; a state file from before has none (nothing goes back then
+      // until each tag has been sent again).
+      if (auto steps = r.find("steps"); steps != r.end()) {
+        for (const auto& [tag, step] : steps->items()) run.steps[tag] = step.get<int64_t>();
+      }
       state.runs[id] = std::move(run);
     }
   } catch (const json::exception& e) {
@@ -80,7 +85,9 @@ Status SaveWatchState(const std::string& path, const WatchState& state) {
     json tags = json::object();
     for (const auto& [tag, plugin] : r.tags)
       tags[tag] = {{"plugin", plugin.first}, {"data_class", plugin.second}};
-    runs[id] = {{"start_time_set", r.start_time_set}, {"tags", std::move(tags)}};
+    runs[id] = {{"start_time_set", r.start_time_set},
+                {"tags", std::move(tags)},
+                {"steps", json(r.steps)}};
   }
   doc["runs"] = std::move(runs);
   FileSystem& fs = PosixFileSystem();

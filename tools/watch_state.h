@@ -1,6 +1,7 @@
 // What `trainwatch watch` remembers between runs (format: docs/format/watch_state.md): per event
 // file, the offset up to which the server has acknowledged everything and the file's identity;
-// per run, each tag's plugin (said only by a tag's first value, which lies before the offset).
+// per run, each tag's plugin (said only by a tag's first value, which lies before the offset) and
+// each scalar tag's newest step sent (a step below it is TensorBoard's per-tag purge).
 #pragma once
 
 #include <cstdint>
@@ -25,6 +26,7 @@ struct WatchedFile {
 struct WatchedRun {
   bool start_time_set = false;
   std::map<std::string, std::pair<std::string, int>> tags;  // tag -> (plugin name, data class)
+  std::map<std::string, int64_t> steps;  // scalar tag -> newest step still visible of those sent
 };
 
 struct WatchState {

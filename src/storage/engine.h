@@ -248,9 +248,10 @@ class Engine {
   void ApplyImages(const v1::RunBatch& batch);
   void ApplyTexts(const v1::RunBatch& batch);
   ApplyOutcome ApplyPoint(Series& series, const Point& p);
-  // Starts a new timeline at `step` in every series of `run` (but the clock) that has a visible
-  // point there or later (RunMetadata.rewind_step; engine_rewind.cc).
-  void ApplyRunRewind(uint64_t lsn, Run& run, int64_t step, WriteOutcome* outcome,
+  // Starts a new timeline at meta.rewind_step in every series of `run` (but the clock), or only
+  // in those named in meta.rewind_series, that has a visible point there or later
+  // (engine_rewind.cc).
+  void ApplyRunRewind(uint64_t lsn, Run& run, const v1::RunMetadata& meta, WriteOutcome* outcome,
                       std::vector<Series*>* touched);
   // First write wins: a step the clock already has keeps its time.
   void ApplyClockPoint(Series& clock, const Point& p);

@@ -107,7 +107,7 @@ void Engine::ApplyRunBatch(uint64_t lsn, const v1::RunBatch& batch, WriteOutcome
     ApplyMetadata(run, batch.metadata());
     // Before the batch's rows: a restarted run's first rows begin the new timeline.
     if (batch.metadata().has_rewind_step())
-      ApplyRunRewind(lsn, run, batch.metadata().rewind_step(), outcome, touched);
+      ApplyRunRewind(lsn, run, batch.metadata(), outcome, touched);
   }
   if (batch.has_heartbeat()) ApplyHeartbeat(run, batch.heartbeat());
   if (batch.histograms_size() > 0) ApplyHistograms(batch);

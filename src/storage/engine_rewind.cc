@@ -1,7 +1,10 @@
 // Engine: run-level rewinds (RunMetadata.rewind_step). A training run restarted from a checkpoint
 // at step S makes every series of the run start a new timeline at S, as TensorBoard discards a
 // run's events at and after a SessionLog START — including the series the restarted run never
-// writes again, which the per-point resume rule (ApplyPoint) cannot reach.
+// writes again, which the per-point resume rule (ApplyPoint) cannot reach. With
+// RunMetadata.rewind_series only the named series are rewound: TensorBoard's per-tag purge when a
+// tag's step goes backwards, which must start a new timeline even where the rewritten value is
+// identical (the resume rule takes an identical point as a retry).
 #include <algorithm>
 #include <iterator>
 
@@ -9,14 +12,25 @@
 
 namespace trainwatch::storage {
 
-void Engine::ApplyRunRewind(uint64_t lsn, Run& run, int64_t step, WriteOutcome* outcome,
-                            std::vector<Series*>* touched) {
+void Engine::ApplyRunRewind(uint64_t lsn, Run& run, const v1::RunMetadata& meta,
+                            WriteOutcome* outcome, std::vector<Series*>* touched) {
+  const int64_t step = meta.rewind_step();
   std::vector<Series*> series;
   {
     std::shared_lock lock(runs_mu_);
-    for (const auto& [metric, s] : run.series) {
-      // The clock keeps the first time of every step for good: a rewound step keeps its time.
-      if (!s->is_clock()) series.push_back(s);
+    // The clock keeps the first time of every step for good: a rewound step keeps its time.
+    if (meta.rewind_series().empty()) {
+      for (const auto& [metric, s] : run.series) {
+        if (!s->is_clock()) series.push_back(s);
+      }
+    } else {
+      // Only the named series (a tag whose step went backwards); each once, unknown ones ignored.
+      for (const std::string& name : meta.rewind_series()) {
+        auto it = run.series.find(name);
+        if (it == run.series.end() || it->second->is_clock()) continue;
+        if (std::find(series.begin(), series.end(), it->second) == series.end())
+          series.push_back(it->second);
+      }
     }
   }
   for (Series* s : series) {

@@ -49,12 +49,14 @@ class RunRewindTest : public ::testing::Test {
     return Apply(std::move(request));
   }
 
-  WriteOutcome Rewind(int64_t step) {
+  // `only`: RunMetadata.rewind_series (empty: every series).
+  WriteOutcome Rewind(int64_t step, const std::vector<std::string>& only = {}) {
     v1::WriteRequest request;
     v1::RunBatch* batch = request.add_runs();
     batch->set_project("p");
     batch->set_run("r");
     batch->mutable_metadata()->set_rewind_step(step);
+    for (const std::string& name : only) batch->mutable_metadata()->add_rewind_series(name);
     return Apply(std::move(request));
   }
 
@@ -182,6 +184,35 @@ TEST_F(RunRewindTest, ANegativeStepInTheLogHidesEverything) {
   EXPECT_EQ(Rewind(-5).series_rewound, 1u);
   EXPECT_EQ(Read("loss"), Rows{});
   EXPECT_EQ(Superseded("loss").size(), 2u);
+}
+
+// TensorBoard's per-tag purge (RunMetadata.rewind_series): a re-run writes "step" again from 0
+// with identical values. The resume rule alone takes them as retries and leaves the old run's
+// later points visible; a series rewind at 0 before them makes them a new timeline, and leaves
+// the series not named alone.
+TEST_F(RunRewindTest, ASeriesRewindMakesIdenticalValuesANewTimelineForTheNamedSeriesOnly) {
+  Open();
+  Write("step", {{0, 0}, {1, 1}, {2, 2}, {3, 3}, {4, 4}, {5, 5}});
+  Write("loss", {{0, 9}, {1, 8}, {2, 7}, {3, 6}, {4, 5}, {5, 4}});
+  EXPECT_EQ(Write("step", {{0, 0}}).points_unchanged, 1u) << "the resume rule: a retry";
+  EXPECT_EQ(Read("step").size(), 6u);
+
+  WriteOutcome o = Rewind(0, {"step", "step", "no-such-series", kClockMetric});
+  EXPECT_EQ(o.series_rewound, 1u) << "only 'step', once; unknown names and the clock ignored";
+  EXPECT_EQ(Read("step"), Rows{});
+  EXPECT_EQ(Read("loss").size(), 6u) << "a series not named keeps its points";
+  Write("step", {{0, 0}, {1, 1}});
+  auto expect = [&] {
+    EXPECT_EQ(Read("step"), (Rows{{0, 0}, {1, 1}}));
+    EXPECT_EQ(Superseded("step").size(), 6u);
+    EXPECT_EQ(Metrics()["step"].timelines, 2u);
+    EXPECT_EQ(Metrics()["loss"].timelines, 1u);
+    EXPECT_EQ(Read("loss").size(), 6u);
+  };
+  expect();
+  EXPECT_EQ(Rewind(2, {"step"}).series_rewound, 0u) << "nothing visible at or after 2";
+  Open();
+  expect();
 }
 
 // A child process writes the scenario and dies without closing (no shutdown checkpoint). With a

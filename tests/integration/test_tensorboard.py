@@ -587,6 +587,115 @@ def test_session_log_start_hides_the_tags_the_restarted_run_never_writes_again(s
         assert read_superseded(server, project, "r", tag) == dropped[tag], tag
 
 
+def write_rerun_in_a_second_file(run_dir):
+    """A trial run twice into one run directory, as AlgoPerf's preempted trials are: the first file
+    holds steps 0-9, the second starts again at step 0 (no SessionLog). `global_step` and
+    `preemption_count` are identical in both runs; `loss` differs; `acc` is identical but the re-run
+    writes it first at step 4; `eval` only the first run writes. One event per value, as
+    SummaryWriter writes them. Returns both files' events as (step, wall_time, {tag: value})."""
+    first, second = [], []
+    for step in range(10):
+        first.append((step, T0 + step, {"global_step": float(step), "preemption_count": 0.0,
+                                        "loss": f32(1 + step), "acc": f32(step / 10)}))
+        if step % 5 == 0:
+            first.append((step, T0 + step, {"eval": f32(step / 100)}))
+    for step in range(6):
+        values = {"global_step": float(step), "preemption_count": 0.0, "loss": f32(50 + step)}
+        if step >= 4:
+            values["acc"] = f32(step / 10)
+        second.append((step, T0 + 100 + step, values))
+    for name, events in (("events.out.tfevents.1.host", first), ("events.out.tfevents.2.host", second)):
+        w = tw.EventFileWriter(str(run_dir / name), T0 if events is first else T0 + 100)
+        for step, wall, values in events:
+            for tag, v in values.items():
+                w.add_event(tw.event(wall, step, summary_values=[tw.value(tag, simple_value=v)]))
+        w.close()
+    return first + second
+
+
+def tensorboard_purge_view(events):
+    """What TensorBoard shows of values arriving in this order: per tag, a value at step s evicts
+    every value of that tag at steps >= s ("preemption", whatever the values). Returns (kept,
+    superseded): superseded holds what trainwatch keeps hidden: the evicted points of a step that
+    went back, and a point its step rewrote with a different value (an identical one changes
+    nothing)."""
+    kept, superseded = {}, {}
+    for step, wall, values in events:
+        for tag, v in values.items():
+            points = kept.setdefault(tag, {})
+            newest = max(points) if points else None
+            if newest is not None and step < newest:
+                for s in [s for s in points if s >= step]:
+                    superseded.setdefault(tag, {})[s] = points.pop(s)
+            elif step in points and bits(points[step][1]) == bits(v):
+                continue
+            elif step in points:
+                superseded.setdefault(tag, {})[step] = points.pop(step)
+            points[step] = (wall, v)
+    return kept, superseded
+
+
+@pytest.mark.parametrize("command", ["import", "watch"])
+def test_a_step_that_goes_back_purges_the_tag_like_tensorboard_even_for_identical_values(server_factory, tmp_path, command):
+    """A second event file restarting at step 0: every tag whose step goes back starts a new
+    timeline there, even where the value is identical (global_step, preemption_count), so no chart
+    interleaves the two runs; the old points stay queryable as superseded. `watch` is stopped between
+    the two files, so the tags' newest steps must survive in its state file."""
+    server = server_factory()
+    logdir = tmp_path / "logs"
+    os.makedirs(logdir / "r")
+    events = write_rerun_in_a_second_file(logdir / "r")
+    kept, superseded = tensorboard_purge_view(events)
+    assert sorted(kept["global_step"]) == list(range(6)) and sorted(superseded["global_step"]) == list(range(10))
+    assert sorted(kept["acc"]) == list(range(6)) and sorted(superseded["acc"]) == list(range(4, 10))
+    assert sorted(kept["eval"]) == [0, 5] and "eval" not in superseded
+    project = "live" if command == "watch" else "purge"
+    if command == "import":
+        rc, report, stderr = run_import(server.url, logdir, project, tool_env(tmp_path))
+        assert rc == 0, stderr
+        # global_step, preemption_count and loss at step 0; acc at step 4.
+        assert report["total"]["steps_back"] == 4 and report["total"]["rewinds_failed"] == 0, report
+    else:
+        second = logdir / "r" / "events.out.tfevents.2.host"
+        os.rename(second, tmp_path / "second")
+        state = tmp_path / "state" / "watch.json"
+        watch = Watch(tmp_path, server, logdir, state)
+        try:
+            watch.start()
+            wait_for("the first run", lambda: len(loss_points(server, "r")) == 10)
+            assert watch.stop() == 0, watch.text()
+            saved = json.loads(state.read_text())["runs"]["r"]["steps"]
+            assert saved == {"global_step": 9, "preemption_count": 9, "loss": 9, "acc": 9, "eval": 5}, saved
+            os.rename(tmp_path / "second", second)
+            watch.start()
+            wait_for("the re-run", lambda: loss_points(server, "r") == {s: v for s, (_, v) in kept["loss"].items()})
+            assert watch.stop() == 0, watch.text()
+        finally:
+            if watch.proc and watch.proc.poll() is None:
+                watch.proc.kill()
+        assert "not hidden" not in watch.text(), watch.text()
+        assert json.loads(state.read_text())["runs"]["r"]["steps"]["global_step"] == 5
+
+    def check():
+        for tag in kept:
+            assert read_scalars(server, project, "r", tag) == kept[tag], tag
+            assert read_superseded(server, project, "r", tag) == superseded.get(tag, {}), tag
+    check()
+    # The series rewinds are in the server's log and store: the same after a kill -9 and a restart.
+    server.restart(kill=True)
+    check()
+    # The export holds what TensorBoard shows.
+    out = tmp_path / "exported"
+    proc = subprocess.run([BIN, "export", "r", "--tfevents", str(out), "--project", project, "--server", server.url],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=tool_env(tmp_path), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    exported = {}
+    for e in tfevents_reader.read_events(str(out / os.listdir(out)[0])):
+        for v in e.get("summary", []):
+            exported.setdefault(v["tag"], {})[e["step"]] = v["simple_value"]
+    assert exported == {tag: {s: v for s, (_, v) in points.items()} for tag, points in kept.items()}
+
+
 def test_runs_rewind_endpoint(module_server):
     """POST /api/v1/runs/rewind: the answer (checked against the schema), idempotence, and the
     refusals, each naming what is wrong."""
