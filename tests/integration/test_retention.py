@@ -64,7 +64,7 @@ def test_disk_guard_deletes_old_finished_runs_first(server_factory, tmp_path):
     server.terminate()
     guarded = server_factory("--disk-guard-percent", "0.01", "--retention-interval", "1s", data_dir=data_dir)
     stderr = guarded.stderr_text()
-    assert "disk guard: deleting an old finished run" in stderr and "run=ancient" in stderr, guarded.tail()
+    assert "disk guard: deleting an old run" in stderr and "run=ancient status=finished" in stderr, guarded.tail()
     assert visible_count(guarded, "p", "ancient") is None
     assert visible_count(guarded, "p", "running") == 10   # running runs are never deleted
     assert visible_count(guarded, "p", "recent") == 10    # finished, but not 7 days ago
