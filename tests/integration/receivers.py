@@ -2,8 +2,9 @@
 every request (webhook, Slack, Alertmanager's own webhook), a minimal SMTP server, and a Debian
 `prometheus-alertmanager` process. No mocks: the server under test talks to them over TCP.
 
-Each receiver runs its own threads, binds a free loopback port (kept across stop/start, so the
-server's configuration stays valid while a receiver is down) and records what it got in order.
+Each receiver runs its own threads, holds a loopback port of its own from construction to close()
+(harness.PortHold: kept across stop/start, so the server's configuration stays valid while a receiver
+is down, and refusing connections then) and records what it got in order.
 `wait_for(predicate, timeout)` polls that record and fails with the receiver's log.
 """
 import email
@@ -20,7 +21,7 @@ import urllib.parse
 
 import pytest
 
-from conftest import free_port, loads
+from conftest import PortHold, loads
 from conftest import http as http_request
 
 ALERTMANAGER_BIN = "/usr/bin/prometheus-alertmanager"
@@ -86,11 +87,13 @@ class Request:
 class HttpReceiver:
     """An HTTP server recording every request. Answers 200 {} by default; `fail(status, seconds)`
     makes it answer `status` for a while (requests are still recorded, with the status sent).
-    `stop()` closes the port (connections refused) and `start()` reopens the same one."""
+    `stop()` closes the port (connections refused) and `start()` reopens the same one; `close()`
+    stops and lets the port go."""
 
-    def __init__(self, name="http", port=None):
+    def __init__(self, name="http"):
         self.name = name
-        self.port = port or free_port()
+        self._hold = PortHold()
+        self.port = self._hold.port
         self.requests = Recorded(repr)
         self._fail_status = None
         self._fail_until = 0.0
@@ -103,7 +106,7 @@ class HttpReceiver:
     def url(self):
         return "http://127.0.0.1:%d" % self.port
 
-    def start(self, timeout=10):
+    def start(self):
         assert self._server is None, "%s already running" % self.name
         receiver = self
 
@@ -144,15 +147,7 @@ class HttpReceiver:
             allow_reuse_address = True
             daemon_threads = True
 
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                self._server = Server(("127.0.0.1", self.port), Handler)
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
+        self._server = Server(("127.0.0.1", self.port), Handler)  # beside the hold: SO_REUSEADDR
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
                                         name="receiver-" + self.name, daemon=True)
         self._thread.start()
@@ -172,6 +167,10 @@ class HttpReceiver:
                     pass
         self._thread.join(timeout=5)
         self._server = None
+
+    def close(self):
+        self.stop()
+        self._hold.close()
 
     @property
     def running(self):
@@ -215,7 +214,7 @@ class HttpReceiver:
         return self.start()
 
     def __exit__(self, *exc):
-        self.stop()
+        self.close()
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -254,9 +253,10 @@ class SmtpReceiver:
     """A minimal SMTP server (RFC 5321 subset: EHLO/HELO, MAIL, RCPT, DATA, RSET, NOOP, QUIT),
     recording one Envelope per accepted message. `transcript` keeps every command line."""
 
-    def __init__(self, name="smtp", port=None):
+    def __init__(self, name="smtp"):
         self.name = name
-        self.port = port or free_port()
+        self._hold = PortHold()
+        self.port = self._hold.port
         self.messages = Recorded(repr)
         self.transcript = []
         self._sock = None
@@ -285,6 +285,10 @@ class SmtpReceiver:
         self._thread.join(timeout=5)
         self._sock.close()
         self._sock = None
+
+    def close(self):
+        self.stop()
+        self._hold.close()
 
     def _accept_loop(self):
         while not self._stopping:
@@ -373,7 +377,7 @@ class SmtpReceiver:
         return self.start()
 
     def __exit__(self, *exc):
-        self.stop()
+        self.close()
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -405,10 +409,12 @@ class Alertmanager:
 
     def __init__(self, workdir):
         if not os.access(ALERTMANAGER_BIN, os.X_OK):
-            pytest.skip("%s is not installed (install-deps.sh installs prometheus-alertmanager)" % ALERTMANAGER_BIN)
+            pytest.fail("%s is not installed (install-deps.sh installs prometheus-alertmanager)" % ALERTMANAGER_BIN,
+                        pytrace=False)
         self.workdir = str(workdir)
         os.makedirs(self.workdir, exist_ok=True)
-        self.port = free_port()
+        self._hold = PortHold()  # Go's listener sets SO_REUSEADDR: it binds the held port
+        self.port = self._hold.port
         self.webhook = HttpReceiver("alertmanager-webhook")
         self.proc = None
         self.log_path = os.path.join(self.workdir, "alertmanager.log")
@@ -453,6 +459,11 @@ class Alertmanager:
                 self.proc.wait()
         self.webhook.stop()
 
+    def close(self):
+        self.stop()
+        self.webhook.close()
+        self._hold.close()
+
     def alerts(self, **params):
         """GET /api/v2/alerts (params such as active=false, filter=['kind="nan"'])."""
         query = urllib.parse.urlencode(params, doseq=True)
@@ -487,7 +498,7 @@ class Alertmanager:
         return self.start()
 
     def __exit__(self, *exc):
-        self.stop()
+        self.close()
 
 
 __all__ = ["HttpReceiver", "SmtpReceiver", "Alertmanager", "Request", "Envelope", "ALERTMANAGER_BIN"]

@@ -52,7 +52,7 @@ class Receivers:
     def close(self):
         for r in self.made:
             print("--- receiver %s\n%s" % (getattr(r, "name", "alertmanager"), r.log()))
-            r.stop()
+            r.close()
 
 
 @pytest.fixture

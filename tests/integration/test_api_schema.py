@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import websocket
 
-import ingest_pb
-import png_decode
+from harness import ingest_pb
+from harness import png_decode
 from conftest import REPO
 
 SCHEMA_PATH = os.path.join(REPO, "schema", "api.schema.json")

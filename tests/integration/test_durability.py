@@ -293,7 +293,7 @@ def test_torn_wal_tail_is_repaired(server):
 def test_sequenced_batches_in_the_unsealed_head_survive_kill9(server):
     """Batches with a writer id and sequence (the SDK's) whose points are still in memory heads
     when the server dies: replay must apply them, not take them for already-applied duplicates."""
-    import ingest_pb
+    from harness import ingest_pb
     pb = ingest_pb.load()
 
     def request(seq):

@@ -4,11 +4,10 @@ the key and the reason — never the key itself."""
 import os
 import queue
 
+import grpc  # python3-grpcio (install-deps.sh)
 import pytest
 
-import ingest_pb
-
-grpc = pytest.importorskip("grpc")
+from harness import ingest_pb
 
 WRITE = "/trainwatch.v1.Ingest/Write"
 T0 = 1767225600.0

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-import ingest_pb
+from harness import ingest_pb
 from conftest import BIN, http, loads
 
 T0 = 1767225600.0

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-import ingest_pb
+from harness import ingest_pb
 
 T0 = 1767225600.0
 

@@ -1,13 +1,13 @@
 """Bad input of every kind gets a clear error, is never stored, and disturbs nothing else."""
 import re
 import socket
-import struct
 import subprocess
 import time
 
 import pytest
 
-from conftest import BIN, free_port, http
+from conftest import BIN, http
+from harness import ingest_pb
 
 SERVER_ARGS = ()  # the shared server runs with the default limits (64 MiB bodies, 10,000 metrics per run)
 
@@ -51,58 +51,29 @@ def status_line(response):
     return response.split(b"\r\n", 1)[0]
 
 
-# Protobuf, encoded by hand (wire format: varint keys, length-delimited messages, packed repeated).
-def varint(n):
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def field(number, wire_type, payload):
-    key = varint(number << 3 | wire_type)
-    if wire_type == 2:
-        return key + varint(len(payload)) + payload
-    return key + payload
-
-
-def pb_string(number, text):
-    return field(number, 2, text.encode())
-
-
+# Protobuf bodies, from the classes generated from ingest.proto (harness.ingest_pb).
 def pb_write_request(run, steps, times, columns, project="pb"):
-    """WriteRequest{runs: [RunBatch{project, run, steps, times, metrics}]}; columns: {name: [values]}."""
-    batch = pb_string(1, project) + pb_string(2, run)
-    batch += field(3, 2, b"".join(varint(s & (2**64 - 1)) for s in steps))
-    batch += field(4, 2, b"".join(struct.pack("<d", t) for t in times))
-    for name, values in columns.items():
-        column = pb_string(1, name) + field(3, 2, b"".join(struct.pack("<d", v) for v in values))
-        batch += field(5, 2, column)
-    return field(3, 2, batch)
+    """WriteRequest{runs: [RunBatch{project, run, steps, times, metrics}]} as bytes; columns: {name: [values]}."""
+    pb = ingest_pb.load()
+    batch = pb.RunBatch(project=project, run=run, steps=steps, times=times,
+                        metrics=[pb.MetricColumn(name=name, values=values) for name, values in columns.items()])
+    return pb.WriteRequest(runs=[batch]).SerializeToString()
 
 
 def pb_sparse(run, steps, columns, project="pb"):
     """A RunBatch whose columns carry explicit rows: columns = {name: (rows, values)}."""
-    batch = pb_string(1, project) + pb_string(2, run)
-    batch += field(3, 2, b"".join(varint(s) for s in steps))
-    batch += field(4, 2, b"".join(struct.pack("<d", 1767225600.0 + s) for s in steps))
-    for name, (rows, values) in columns.items():
-        column = pb_string(1, name) + field(2, 2, b"".join(varint(r) for r in rows))
-        column += field(3, 2, b"".join(struct.pack("<d", v) for v in values))
-        batch += field(5, 2, column)
-    return field(3, 2, batch)
+    pb = ingest_pb.load()
+    batch = pb.RunBatch(project=project, run=run, steps=steps, times=[1767225600.0 + s for s in steps],
+                        metrics=[pb.MetricColumn(name=name, rows=rows, values=values)
+                                 for name, (rows, values) in columns.items()])
+    return pb.WriteRequest(runs=[batch]).SerializeToString()
 
 
 def pb_raw_twice():
-    column = pb_string(1, "loss") + field(3, 2, struct.pack("<d", 1.0))
-    batch = pb_string(1, "pb") + pb_string(2, "pb_twice") + field(3, 2, varint(1))
-    batch += field(4, 2, struct.pack("<d", 1767225600.0)) + field(5, 2, column) + field(5, 2, column)
-    return field(3, 2, batch)
+    pb = ingest_pb.load()
+    column = pb.MetricColumn(name="loss", values=[1.0])
+    batch = pb.RunBatch(project="pb", run="pb_twice", steps=[1], times=[1767225600.0], metrics=[column, column])
+    return pb.WriteRequest(runs=[batch]).SerializeToString()
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -516,8 +487,8 @@ def run_to_exit(args, timeout=20):
 
 
 def test_second_server_on_the_same_data_dir_refuses(module_server):
-    rc, out = run_to_exit(["--data-dir", module_server.data_dir, "--listen", "127.0.0.1:%d" % free_port(),
-                           "--grpc-listen", "127.0.0.1:%d" % free_port()])
+    rc, out = run_to_exit(["--data-dir", module_server.data_dir, "--listen", "127.0.0.1:0",
+                           "--grpc-listen", "127.0.0.1:0"])
     assert rc != 0, out
     assert "in use" in out or "lock" in out.lower(), out
     assert module_server.get("/healthz").status == 200
@@ -531,7 +502,7 @@ def test_server_on_a_taken_port_refuses(tmp_path, which):
     taken.listen(1)
     try:
         port = taken.getsockname()[1]
-        ports = {"--listen": free_port(), "--grpc-listen": free_port()}
+        ports = {"--listen": 0, "--grpc-listen": 0}
         ports[which] = port
         rc, out = run_to_exit(["--data-dir", str(tmp_path / "d"), "--listen", "127.0.0.1:%d" % ports["--listen"],
                                "--grpc-listen", "127.0.0.1:%d" % ports["--grpc-listen"]])

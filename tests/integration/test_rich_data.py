@@ -14,8 +14,8 @@ import time
 
 import numpy as np
 
-import ingest_pb
-import png_decode
+from harness import ingest_pb
+from harness import png_decode
 from conftest import REPO, http
 
 PYTHON = os.environ.get("TRAINWATCH_PYTHON", "/usr/bin/python3")

@@ -86,7 +86,7 @@ def assert_every_step_once(server, run, steps):
 
 
 def test_down_at_start_then_up_then_killed_and_restarted_every_point_arrives_once(server_factory, tmp_path):
-    server = server_factory(start=False)
+    server = server_factory(start=False).hold_ports()  # its address, refusing connections until it starts
     steps, rate = 6000, 250  # 24 s of training
     child = start_child(tmp_path, server, "outages", steps, rate)
     time.sleep(10)  # the server is down for the first 10 s

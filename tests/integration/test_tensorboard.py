@@ -450,8 +450,10 @@ def test_human_summary_and_bad_arguments(module_server, golden, tmp_path):
 def test_import_exits_nonzero_when_the_server_does_not_acknowledge(golden, tmp_path):
     logdir, _, _ = golden
     env = tool_env(tmp_path)
-    from conftest import free_port
-    rc, report, stderr = run_import("http://127.0.0.1:%d" % free_port(), logdir, "nowhere", env, "--timeout", "2s")
+    from conftest import PortHold
+    with PortHold() as nowhere:  # nothing listens there
+        url = "http://127.0.0.1:%d" % nowhere.port
+        rc, report, stderr = run_import(url, logdir, "nowhere", env, "--timeout", "2s")
     assert rc == 1 and report is None, stderr
     assert "cannot reach the trainwatch server" in stderr, stderr
 
@@ -804,7 +806,7 @@ def test_export_writes_files_an_independent_reader_decodes_and_the_round_trip_is
 def test_export_of_sdk_data_rounds_doubles_and_names_modules_by_path(module_server, tmp_path):
     """A run written by the SDK's wire format (doubles, an SDK module tree, an image with index 1)
     exported for TensorBoard: float32 values, one graph node per module, the v2 images tensor."""
-    import ingest_pb
+    from harness import ingest_pb
     pb = ingest_pb.load()
     req = pb.WriteRequest()
     batch = req.runs.add()

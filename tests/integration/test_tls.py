@@ -14,7 +14,7 @@ import time
 import pytest
 import websocket
 
-from conftest import BIN, free_port, loads
+from conftest import BIN, loads
 from tls_certs import TestCa
 
 WAIT = 30.0  # the longest a test waits for something that should happen
@@ -199,8 +199,8 @@ def test_bad_tls_settings_stop_the_server_at_start_with_the_file_named(ca, tmp_p
         "not pem": (["--tls-cert", garbage, "--tls-key", issued.key], "garbage.pem: not a PEM certificate"),
         "client ca without tls": (["--tls-client-ca", ca.cert], "--tls-client-ca needs --tls-cert"),
     }[problem]
-    r = subprocess.run([BIN, "serve", "--data-dir", str(tmp_path / "data"), "--listen", "127.0.0.1:%d" % free_port(),
-                        "--grpc-listen", "127.0.0.1:%d" % free_port(), *map(str, args)],
+    r = subprocess.run([BIN, "serve", "--data-dir", str(tmp_path / "data"), "--listen", "127.0.0.1:0",
+                        "--grpc-listen", "127.0.0.1:0", *map(str, args)],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode != 0
     assert expected in r.stderr, r.stderr

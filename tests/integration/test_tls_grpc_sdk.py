@@ -14,14 +14,13 @@ import ssl
 import subprocess
 import time
 
+import grpc  # python3-grpcio (install-deps.sh)
 import pytest
 
-import ingest_pb
-from conftest import http, tls_client_context
+from harness import ingest_pb
+from conftest import BIN, http, tls_client_context
 from test_sdk_delivery import BUILD_PYTHON, PYTHON, assert_every_step_once
 from tls_certs import TestCa
-
-grpc = pytest.importorskip("grpc")
 
 WRITE_METHOD = "/trainwatch.v1.Ingest/Write"
 T0 = 1_700_000_000.0
@@ -385,8 +384,8 @@ def test_info_advertises_no_loopback_grpc_address_to_another_machine(server_fact
     cert = ca.issue("server-any", hosts=["127.0.0.1", "localhost", address], directory=ca.dir / "any")
     server = server_factory("--tls-cert", str(cert.cert), "--tls-key", str(cert.key), "--api-key", "k-info",
                             ca_file=ca.cert, start=False)
-    # After the fixture's --listen 127.0.0.1:PORT: the last flag wins.
-    server.extra_args += ["--listen", "0.0.0.0:%d" % server.port]
+    # After the harness's --listen 127.0.0.1:0: the last flag wins.
+    server.extra_args += ["--listen", "0.0.0.0:0"]
     server.start()
     headers = {"Authorization": "Bearer k-info"}
     local = http("GET", server.url + "/api/v1/info", headers=headers, context=server.ssl_context).json()

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import websocket
 
-import ingest_pb
-import png_decode
+from harness import ingest_pb
+from harness import png_decode
 from conftest import loads
 
 ADMIN = "admin-s3cret"

@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before } from 'node:test';
-import { browserSuite, byTestId, encodePng, freePort, poll } from './harness.mjs';
+import { browserSuite, byTestId, encodePng, listenOnFreePort, poll } from './harness.mjs';
 import { writeRequest } from './protowire.mjs';
 
 const KEY = 'test-key-f0re1gn';
@@ -50,13 +50,12 @@ window.attacks = (async () => ({
 function hostileSite(target) {
   const site = { url: null, server: null };
   before(async () => {
-    const port = await freePort();
     site.server = http.createServer((req, res) => {
       res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8' });
       res.end(`<!doctype html><title>cute cats</title><h1>cute cats</h1>` +
         `<script>const TARGET = ${JSON.stringify(target())};${ATTACK}</script>`);
     });
-    await new Promise((r) => site.server.listen(port, '127.0.0.1', r));
+    const port = await listenOnFreePort(site.server);
     site.url = `http://127.0.0.1:${port}/`;
   });
   after(() => new Promise((r) => site.server.close(r)));

@@ -1,11 +1,12 @@
 // Browser-test harness for the dashboard (docs/design/dashboard.md).
 //
 // A suite starts one real `trainwatch serve` process (TRAINWATCH_BIN, default build/bin/trainwatch)
-// on free 127.0.0.1 ports with a temporary data directory, writes data through the HTTP API, and
-// drives Debian's Chromium with playwright-core. Every page a test opens records its console errors
-// and uncaught exceptions (the test fails on any) and is screenshotted into TRAINWATCH_ARTIFACTS
-// (default build/test-artifacts/browser/) when the test ends, pass or fail. On a failure the
-// server's stderr tail and the pages' errors are printed. Everything is torn down in `after`.
+// on 127.0.0.1 ports it binds itself (port 0, read back from the line it prints) with a temporary
+// data directory, writes data through the HTTP API, and drives Debian's Chromium with playwright-core.
+// Every page a test opens records its console errors and uncaught exceptions (the test fails on any)
+// and is screenshotted into TRAINWATCH_ARTIFACTS (default build/test-artifacts/browser/) when the test
+// ends, pass or fail. On a failure the server's stderr tail and the pages' errors are printed.
+// Everything is torn down in `after`.
 //
 // Environment:
 //   TRAINWATCH_BIN        the server binary
@@ -40,18 +41,16 @@ const CHROMIUM_ARGS = [
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-/** A port the kernel just handed out on 127.0.0.1 (closed again: a small race remains). */
-export function freePort() {
+/** Starts `server` (a node:http or node:net server) on 127.0.0.1, port 0; resolves to the bound port. */
+export function listenOnFreePort(server) {
   return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.unref();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve(server.address().port));
   });
 }
+
+// tools/trainwatch_main.cc prints this line (and flushes it) once both listeners are bound.
+const SERVING_LINE = /^trainwatch is serving (https?):\/\/\S+:(\d+) \(gRPC(?: over TLS)? \S+:(\d+), /m;
 
 /** Calls fn until it returns a truthy value (returned) or `timeout` ms pass (throws with `what`
  *  and the last value or error seen). */
@@ -106,33 +105,44 @@ export class Server {
       await fsp.writeFile(file, this.alerting);
       args.push('--alerting', file);
     }
+    // Port 0 for both listeners: the server binds free ports itself and prints them (waitServing).
     const deadline = Date.now() + timeoutMs;
-    for (let attempt = 1; ; attempt++) {
-      this.port = await freePort();
-      this.grpcPort = await freePort();
-      this.stderrPath = path.join(this.dir, `stderr.${attempt}.log`);
-      const err = fs.openSync(this.stderrPath, 'w');
-      const out = fs.openSync(path.join(this.dir, `stdout.${attempt}.log`), 'w');
-      this.exit = null;
-      this.proc = spawn(BIN, [...args, '--listen', `127.0.0.1:${this.port}`,
-        '--grpc-listen', `127.0.0.1:${this.grpcPort}`, ...this.args],
+    this.stderrPath = path.join(this.dir, 'stderr.log');
+    this.stdoutPath = path.join(this.dir, 'stdout.log');
+    const err = fs.openSync(this.stderrPath, 'w');
+    const out = fs.openSync(this.stdoutPath, 'w');
+    this.exit = null;
+    this.proc = spawn(BIN, [...args, '--listen', '127.0.0.1:0', '--grpc-listen', '127.0.0.1:0', ...this.args],
       { stdio: ['ignore', out, err] });
-      fs.closeSync(err);
-      fs.closeSync(out);
-      const proc = this.proc;
-      this.exited = new Promise((resolve) => proc.on('exit', (code, sig) => {
-        this.exit = { code, sig };
-        resolve(this.exit);
-      }));
-      proc.on('error', (e) => { this.exit = { code: null, sig: null, error: e }; });
-      if (await this.waitHealthy(deadline)) return this;
-      const log = this.stderr();
-      const portClash = this.exit && /in use|cannot listen|address/i.test(log);
-      await this.stop();
-      if (!portClash || Date.now() > deadline) {
-        throw new Error(`trainwatch did not come up (exit ${JSON.stringify(this.exit)}):\n${this.tail()}`);
+    fs.closeSync(err);
+    fs.closeSync(out);
+    const proc = this.proc;
+    this.exited = new Promise((resolve) => proc.on('exit', (code, sig) => {
+      this.exit = { code, sig };
+      resolve(this.exit);
+    }));
+    proc.on('error', (e) => { this.exit = { code: null, sig: null, error: e }; });
+    if (await this.waitServing(deadline) && await this.waitHealthy(deadline)) return this;
+    await this.stop();
+    throw new Error(`trainwatch did not come up (exit ${JSON.stringify(this.exit)}):\n${this.tail()}`);
+  }
+
+  /** Polls the server's stdout for the line naming its bound ports; sets port and grpcPort. */
+  async waitServing(deadline) {
+    while (Date.now() < deadline) {
+      const exited = this.exit;
+      let text = '';
+      try { text = fs.readFileSync(this.stdoutPath, 'utf8'); } catch { /* not created yet */ }
+      const m = SERVING_LINE.exec(text);
+      if (m) {
+        this.port = Number(m[2]);
+        this.grpcPort = Number(m[3]);
+        return true;
       }
+      if (exited) return false;
+      await sleep(20);
     }
+    return false;
   }
 
   async waitHealthy(deadline) {
@@ -202,7 +212,6 @@ const MIME = {
 };
 
 async function startDistProxy(dist, target) {
-  const port = await freePort();
   const upstream = { host: '127.0.0.1', port: target.port };
   const isApi = (u) => u.startsWith('/api/') || u === '/healthz' || u.startsWith('/healthz?');
   const srv = http.createServer((req, res) => {
@@ -236,7 +245,7 @@ async function startDistProxy(dist, target) {
   });
   const sockets = new Set();
   srv.on('connection', (s) => { sockets.add(s); s.on('close', () => sockets.delete(s)); });
-  await new Promise((r) => srv.listen(port, '127.0.0.1', r));
+  const port = await listenOnFreePort(srv);
   return {
     url: `http://127.0.0.1:${port}`,
     close: () => new Promise((r) => { for (const s of sockets) s.destroy(); srv.close(r); }),

@@ -1,28 +1,27 @@
-"""Fixtures for the Python SDK's tests: real `trainwatch serve` processes on free loopback ports.
+"""Fixtures for the Python SDK's tests: real `trainwatch serve` processes, from the test harness shared
+with the integration tests (tests/harness).
 
 Run with the built package on the path and the server binary in TRAINWATCH_BIN:
 
-    PYTHONPATH=build/python TRAINWATCH_BIN=build/bin/trainwatch python3 -m pytest -q sdk/python/tests
+    PYTHONPATH=build/python TRAINWATCH_BIN=build/bin/trainwatch python3 -m pytest -q -rs sdk/python/tests
 
-`server` is a fresh server with a temporary data directory; `server_factory(*flags)` starts more.
-A failing test gets the tail of each server's stderr in its report.
+`server` is a fresh server with a temporary data directory; `server_factory(*flags)` starts more;
+`refusing_url` is an address where nothing listens. A failing test gets the tail of each server's
+stderr in its report.
 """
-import importlib.util
 import os
+import sys
 import time
 import warnings
 
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+sys.path.insert(0, os.path.join(REPO, "tests"))  # the harness package
 
-# The server process fixtures of the integration tests, reused (not a plugin: only its classes).
-_spec = importlib.util.spec_from_file_location(
-    "trainwatch_integration_conftest", os.path.join(REPO, "tests", "integration", "conftest.py"))
-_integration = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_integration)
-BIN = _integration.BIN
-free_port = _integration.free_port
+import harness  # noqa: E402
+from harness import BIN  # noqa: E402,F401
+from harness.fixtures import *  # noqa: E402,F401,F403 (fixtures and the report hook)
 
 
 def _from_json_value(v):
@@ -32,9 +31,9 @@ def _from_json_value(v):
     return v
 
 
-class Server(_integration.Server):
-    """The integration tests' server process, with the reads the SDK tests need and an optional
-    API key sent on every request."""
+class Server(harness.Server):
+    """The harness's server process, with the reads the SDK tests need and an optional API key sent
+    on every request."""
 
     def __init__(self, workdir, data_dir=None, extra_args=(), **tls):
         super().__init__(workdir, data_dir=data_dir, extra_args=extra_args, **tls)
@@ -76,30 +75,9 @@ class Server(_integration.Server):
             time.sleep(0.05)
 
 
-class ServerFactory(_integration.ServerFactory):
-    server_class = Server
-
-
-@pytest.fixture
-def server_factory(tmp_path):
-    assert os.access(BIN, os.X_OK), "no trainwatch binary at %s (set TRAINWATCH_BIN)" % BIN
-    factory = ServerFactory(tmp_path)
-    yield factory
-    factory.stop_all()
-
-
-@pytest.fixture
-def server(server_factory):
-    return server_factory()
-
-
-@pytest.fixture(scope="module")
-def module_server(tmp_path_factory):
-    """One server shared by a module's tests (each test uses its own run ids)."""
-    assert os.access(BIN, os.X_OK), "no trainwatch binary at %s (set TRAINWATCH_BIN)" % BIN
-    s = Server(tmp_path_factory.mktemp("shared")).start()
-    yield s
-    s.stop()
+@pytest.fixture(scope="session")
+def server_class():
+    return Server
 
 
 @pytest.fixture(autouse=True)
@@ -117,17 +95,3 @@ def isolated_sdk(monkeypatch, tmp_path):
         warnings.simplefilter("ignore")
         while trainwatch.run is not None:
             trainwatch.run.finish()
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    report = outcome.get_result()
-    if report.failed:
-        seen = set()
-        for value in getattr(item, "funcargs", {}).values():
-            servers = value.servers if isinstance(value, ServerFactory) else [value]
-            for s in servers:
-                if isinstance(s, Server) and id(s) not in seen:
-                    seen.add(id(s))
-                    report.sections.append(("trainwatch server %s stderr" % s.url, s.tail()))

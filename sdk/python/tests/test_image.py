@@ -1,8 +1,6 @@
 """The SDK's images: the numpy -> PNG encoder for every layout and dtype (each PNG decoded again by an
 independent decoder and compared pixel for pixel), encoded bytes passed through, bad images skipped
 with a warning, and log_image / log_text against a real server."""
-import importlib.util
-import os
 import re
 import warnings
 
@@ -10,13 +8,8 @@ import numpy as np
 import pytest
 
 import trainwatch as tw
+from harness import png_decode
 from trainwatch import _image
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-_spec = importlib.util.spec_from_file_location("png_decode", os.path.join(REPO, "tests", "integration",
-                                                                            "png_decode.py"))
-png_decode = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(png_decode)
 
 RNG = np.random.default_rng(3)
 
@@ -88,7 +81,7 @@ def test_large_image_compresses_and_round_trips():
 
 
 def test_torch_tensors_go_through_numpy():
-    torch = pytest.importorskip("torch")
+    import torch  # python3-torch (install-deps.sh)
     k, _ = levels((3, 5, 7))
     tensor = torch.from_numpy(k.astype(np.float32) / 255.0)
     assert np.array_equal(one_png(tensor, "CHW"), np.moveaxis(k, 0, -1))

@@ -12,7 +12,6 @@ import pytest
 import torch
 
 import trainwatch as tw
-from conftest import free_port
 
 FAST = dict(system_metrics=False, flush_timeout_seconds=15, batch_max_delay_seconds=0.02)
 
@@ -147,12 +146,12 @@ def test_api_key_from_env(server_factory, monkeypatch):
     assert server.points("p", "keyed", "x")[0][2] == 2.0
 
 
-def test_offline_mode_writes_a_spool(monkeypatch, tmp_path):
+def test_offline_mode_writes_a_spool(monkeypatch, tmp_path, refusing_url):
     spool = tmp_path / "offline-spool"
     monkeypatch.setenv("TRAINWATCH_MODE", "offline")
     monkeypatch.setenv("TRAINWATCH_SPOOL_DIR", str(spool))
     # nothing listens here: offline mode must not try
-    run = tw.init(project="p", id="off", server="http://127.0.0.1:%d" % free_port(), **FAST)
+    run = tw.init(project="p", id="off", server=refusing_url, **FAST)
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         for step in range(100):
@@ -194,8 +193,8 @@ def test_module_level_functions(server):
     assert [v for _, _, v in server.points("p", "module", "x")] == [1.0, 2.0]
 
 
-def test_server_down_warns_once_and_never_raises(tmp_path):
-    url = "http://127.0.0.1:%d" % free_port()  # nothing listens there
+def test_server_down_warns_once_and_never_raises(tmp_path, refusing_url):
+    url = refusing_url
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         run = tw.init(project="p", id="down", server=url, system_metrics=False,
@@ -215,7 +214,7 @@ def test_server_down_warns_once_and_never_raises(tmp_path):
 def test_server_down_then_up_delivers_everything(server_factory, tmp_path):
     # The spool keeps what the server could not take; a server that appears later gets it.
     from conftest import Server
-    server = Server(tmp_path / "late")
+    server = Server(tmp_path / "late").hold_ports()  # refusing connections until it starts
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         run = tw.init(project="p", id="late", server=server.url, system_metrics=False,
@@ -229,7 +228,7 @@ def test_server_down_then_up_delivers_everything(server_factory, tmp_path):
             run.finish()
             assert len(server.points("p", "late", "x")) == 50
         finally:
-            server.stop()
+            server.close()
 
 
 def test_histogram_round_trip(server):

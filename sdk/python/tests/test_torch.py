@@ -189,7 +189,7 @@ DDP_WORKER = textwrap.dedent("""
     import json, os, sys, torch
     import torch.distributed as dist
     from trainwatch.torch import Watch
-    dist.init_process_group("gloo", rank=int(sys.argv[1]), world_size=2)
+    dist.init_process_group("gloo", init_method="file://" + sys.argv[2], rank=int(sys.argv[1]), world_size=2)
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
     ddp = torch.nn.parallel.DistributedDataParallel(model)
@@ -214,11 +214,10 @@ DDP_WORKER = textwrap.dedent("""
 
 
 def test_watch_under_ddp_sees_the_averaged_gradients(tmp_path):
-    from conftest import free_port
     script = tmp_path / "ddp_worker.py"
     script.write_text(DDP_WORKER)
-    env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
-    workers = [subprocess.Popen([sys.executable, str(script), str(rank)], env=env,
+    rendezvous = tmp_path / "ddp_rendezvous"  # a file store: no port to agree on beforehand
+    workers = [subprocess.Popen([sys.executable, str(script), str(rank), str(rendezvous)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                for rank in (0, 1)]
     results = []

@@ -1,50 +1,39 @@
-"""The wire schema's Python classes, generated at test time from proto/trainwatch/v1/ingest.proto.
+"""The wire schema's Python classes, generated at test time from proto/trainwatch/v1/ingest.proto:
+the one protobuf encoder (and decoder) of the Python tests.
 
-`load()` runs protoc (grpc_tools.protoc when installed, else a `protoc` binary on PATH) into a temporary
-directory and imports the generated `ingest_pb2`; a test that needs it is skipped, with the reason,
-when neither protoc nor the protobuf runtime is available. Also: `post(server, request)`, which sends a
-WriteRequest to POST /api/v1/write.
+`load()` runs `protoc` (Debian's protobuf-compiler, which scripts/install-deps.sh installs) into a
+temporary directory and imports the generated `ingest_pb2`. A missing protoc or protobuf runtime is a
+broken test machine, not a reason to skip: load() fails the test that needs it, saying what is
+missing. Also: `post(server, request)`, which sends a WriteRequest to POST /api/v1/write.
 """
 import functools
-import importlib
 import importlib.util
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from .server import REPO
+
 PROTO_DIR = os.path.join(REPO, "proto")
 PROTO = "trainwatch/v1/ingest.proto"
 CONTENT_TYPE = {"Content-Type": "application/x-protobuf"}
-
-
-def _protoc_command():
-    try:
-        importlib.import_module("grpc_tools.protoc")
-        return [sys.executable, "-m", "grpc_tools.protoc"]
-    except ImportError:
-        pass
-    protoc = shutil.which("protoc")
-    return [protoc] if protoc else None
 
 
 @functools.lru_cache(maxsize=None)
 def _generate():
     """(module, None) or (None, why it cannot be generated)."""
     try:
-        importlib.import_module("google.protobuf")
+        import google.protobuf  # noqa: F401
     except ImportError:
-        return None, "the protobuf Python runtime is not installed"
-    command = _protoc_command()
-    if command is None:
-        return None, "neither grpc_tools nor a protoc binary is available"
+        return None, "the protobuf Python runtime is not installed (install-deps.sh installs python3-protobuf)"
+    protoc = shutil.which("protoc")
+    if protoc is None:
+        return None, "no protoc on PATH (install-deps.sh installs protobuf-compiler)"
     out = tempfile.mkdtemp(prefix="trainwatch_pb_")
-    result = subprocess.run(command + ["-I", PROTO_DIR, "--python_out", out, PROTO],
-                            capture_output=True, text=True)
+    result = subprocess.run([protoc, "-I", PROTO_DIR, "--python_out", out, PROTO], capture_output=True, text=True)
     if result.returncode != 0:
         return None, "protoc failed: " + result.stderr
     # Loaded by path under a name of its own: a `trainwatch` package (the SDK) may be importable too.
@@ -59,9 +48,10 @@ def _generate():
 
 
 def load():
+    """The generated module; fails the calling test when it cannot be generated."""
     module, why = _generate()
     if module is None:
-        pytest.skip(why)
+        pytest.fail(why, pytrace=False)
     return module
 
 
