@@ -15,10 +15,15 @@ pytest_failed() {
   "$PYTHON" -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))))' \
     "$1/v/cache/lastfailed" 2>/dev/null
 }
+# Every skipped test with its reason, listed again in the summary (scripts/skipped_tests.py).
+skipped="$BUILD_DIR/skipped-tests.txt"
+: > "$skipped"
+mkdir -p "$BUILD_DIR/pytest-cache"  # each pytest run's output is kept beside its cache, for the list
 
 echo "== C++ unit tests"
 (cd "$BUILD_DIR" && ctest --output-on-failure -j "$(nproc)" -LE '^detect_score$') ||
   fail "C++ unit tests: $(tr '\n' ' ' < "$BUILD_DIR/Testing/Temporary/LastTestsFailed.log" 2>/dev/null)"
+"$PYTHON" scripts/skipped_tests.py ctest "$BUILD_DIR/Testing/Temporary/LastTest.log" >> "$skipped"
 
 echo "== anomaly detection on the labelled sets: dense dev set, real logs, cadence sweep (tables and score lines)"
 for t in detect_devset detect_realkit detect_cadence_sweep; do
@@ -36,7 +41,8 @@ FUZZ_SECONDS=${FUZZ_SMOKE_SECONDS:-3} FUZZ_KEEP_CORPUS=0 FUZZ_JOBS="$(nproc)" sc
 echo "== integration tests (real server processes)"
 cache="$(pwd)/$BUILD_DIR/pytest-cache/integration"
 TRAINWATCH_BIN="$(pwd)/$BUILD_DIR/bin/trainwatch" "$PYTHON" -m pytest -q -rfEs --cache-clear \
-  -o cache_dir="$cache" tests/integration || fail "integration tests: $(pytest_failed "$cache")"
+  -o cache_dir="$cache" tests/integration 2>&1 | tee "$cache.log" || fail "integration tests: $(pytest_failed "$cache")"
+"$PYTHON" scripts/skipped_tests.py pytest "integration tests" "$cache.log" >> "$skipped"
 
 echo "== browser tests (the dashboard in headless Chromium, real server)"
 scripts/test_browser.sh "$BUILD_DIR" || fail "browser tests"
@@ -45,8 +51,13 @@ echo "== Python SDK tests (real server, real PyTorch training)"
 cache="$(pwd)/$BUILD_DIR/pytest-cache/sdk"
 PYTHONPATH="$(pwd)/$BUILD_DIR/python" TRAINWATCH_BIN="$(pwd)/$BUILD_DIR/bin/trainwatch" \
   TRAINWATCH_BUILD_DIR="$(pwd)/$BUILD_DIR" "$PYTHON" -m pytest -q -rfEs --cache-clear -o cache_dir="$cache" \
-  sdk/python/tests || fail "Python SDK tests: $(pytest_failed "$cache")"
+  sdk/python/tests 2>&1 | tee "$cache.log" || fail "Python SDK tests: $(pytest_failed "$cache")"
+"$PYTHON" scripts/skipped_tests.py pytest "Python SDK tests" "$cache.log" >> "$skipped"
 
+if [ -s "$skipped" ]; then
+  echo "== skipped ($(wc -l < "$skipped")), each with its reason:"
+  cat "$skipped"
+fi
 if [ "$status" -ne 0 ]; then
   echo "== FAILED: ${failed[*]} (their output is above)"
 else
