@@ -32,7 +32,7 @@ constexpr const char* kExportUsage =
     "text\n"
     "(the text plugin's tensor) and the model graph (graph_def). `tensorboard --logdir DIR` opens "
     "it.\n"
-    "  --project, --server, --api-key as for `trainwatch import`\n";
+    "  --project, --server, --api-key, --tls-ca as for `trainwatch import`\n";
 
 constexpr int64_t kHistogramPage = 100000;
 constexpr int64_t kMediaLimit = 100000;
@@ -108,7 +108,7 @@ std::string KeepNegativeZero(std::string_view body) {
 class Exporter {
  public:
   Exporter(const ServerFlags& flags, std::string run)
-      : flags_(flags), run_(std::move(run)), http_(flags.server, flags.api_key) {}
+      : flags_(flags), run_(std::move(run)), http_(flags.server, flags.api_key, flags.tls_ca_file) {}
 
   Status Run(const std::string& dir) {
     TW_ASSIGN_OR_RETURN(json info, GetJson("/api/v1/run?" + Query()));

@@ -31,6 +31,8 @@ constexpr const char* kImportUsage =
     "  --project P     (default: default)\n"
     "  --server URL    (default: $TRAINWATCH_SERVER or http://127.0.0.1:8080)\n"
     "  --api-key KEY   (default: $TRAINWATCH_API_KEY)\n"
+    "  --tls-ca FILE   PEM CA bundle that signed an https:// server's certificate (default: $TRAINWATCH_TLS_CA,\n"
+    "                  else the system's CAs)\n"
     "  --timeout D     how long to wait for the server's acknowledgements at the end (default "
     "10m)\n"
     "  --json          print the summary as one JSON object\n";
@@ -151,7 +153,7 @@ int ImportCommand(const std::vector<std::string>& args) {
   };
   const auto t0 = std::chrono::steady_clock::now();
   Client client(ReplayClientOptions(flags, on_warning));
-  HttpClient http(flags.server, flags.api_key);
+  HttpClient http(flags.server, flags.api_key, flags.tls_ca_file);
   std::vector<RunReport> reports;
   ImportCounts total;
   for (const LogdirRun& run : *runs) {

@@ -3,8 +3,10 @@
 #include <curl/curl.h>
 
 #include <cctype>
+#include <cstdlib>
 #include <mutex>
 
+#include "tls_policy.h"
 #include "trainwatch/v1/ingest.pb.h"
 
 namespace trainwatch::tools {
@@ -17,11 +19,15 @@ size_t AppendBody(char* data, size_t size, size_t n, void* out) {
 
 }  // namespace
 
-HttpClient::HttpClient(std::string server, std::string api_key) : server_(std::move(server)) {
+HttpClient::HttpClient(std::string server, std::string api_key, std::string tls_ca_file)
+    : server_(std::move(server)), api_key_(std::move(api_key)), tls_ca_file_(std::move(tls_ca_file)) {
   static std::once_flag once;
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
   while (!server_.empty() && server_.back() == '/') server_.pop_back();
-  if (!api_key.empty()) auth_header_ = "Authorization: Bearer " + api_key;
+  if (!api_key_.empty()) auth_header_ = "Authorization: Bearer " + api_key_;
+  if (tls_ca_file_.empty()) {
+    if (const char* ca = std::getenv("TRAINWATCH_TLS_CA"); ca && *ca) tls_ca_file_ = ca;
+  }
   curl_ = curl_easy_init();
 }
 
@@ -42,9 +48,12 @@ Result<HttpReply> HttpClient::Perform(std::string_view path, const std::string* 
   CURL* curl = static_cast<CURL*>(curl_);
   if (!curl) return Status::Internal("curl_easy_init failed");
   const std::string url = server_ + std::string(path);
+  TW_RETURN_IF_ERROR(sdk::CheckKeyNotInClear(api_key_, sdk::IsHttpsUrl(url), sdk::HostOfUrl(url), server_));
   HttpReply reply;
   curl_easy_reset(curl);
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_SSLVERSION, static_cast<long>(CURL_SSLVERSION_TLSv1_2));
+  if (!tls_ca_file_.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, tls_ca_file_.c_str());
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout_seconds * 1000));
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, AppendBody);

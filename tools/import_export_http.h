@@ -1,5 +1,7 @@
 // The few HTTP calls `import`, `watch` and `export` make beside the SDK's own transport: run
-// metadata updates, run rewinds and the read API. libcurl; one connection kept alive.
+// metadata updates, run rewinds and the read API. libcurl; one connection kept alive. Like the SDK,
+// it never sends an API key in clear text to another machine (sdk/cpp/src/tls_policy.h): a key
+// and an http:// URL whose host is not loopback are refused before connecting.
 #pragma once
 
 #include <cstdint>
@@ -21,8 +23,10 @@ struct HttpReply {
 // Not thread-safe.
 class HttpClient {
  public:
-  // `server`: "http://host:port" (a trailing slash is fine); `api_key` may be empty.
-  HttpClient(std::string server, std::string api_key);
+  // `server`: "http://host:port" or "https://host:port" (a trailing slash is fine); `api_key` may
+  // be empty. `tls_ca_file`: PEM CA bundle that signed an https:// server's certificate; empty:
+  // $TRAINWATCH_TLS_CA, else the system's CAs.
+  HttpClient(std::string server, std::string api_key, std::string tls_ca_file = "");
   ~HttpClient();
   HttpClient(const HttpClient&) = delete;
   HttpClient& operator=(const HttpClient&) = delete;
@@ -40,7 +44,9 @@ class HttpClient {
                             std::string_view content_type);
 
   std::string server_;
+  std::string api_key_;
   std::string auth_header_;
+  std::string tls_ca_file_;
   void* curl_;  // CURL*, kept out of this header
 };
 

@@ -11,6 +11,7 @@ ServerFlags DefaultServerFlags() {
   ServerFlags flags;
   if (const char* s = std::getenv("TRAINWATCH_SERVER"); s && *s) flags.server = s;
   if (const char* k = std::getenv("TRAINWATCH_API_KEY"); k && *k) flags.api_key = k;
+  if (const char* ca = std::getenv("TRAINWATCH_TLS_CA"); ca && *ca) flags.tls_ca_file = ca;
   return flags;
 }
 
@@ -25,6 +26,7 @@ FlagParse ParseSharedFlag(const std::vector<std::string>& args, size_t* i, Serve
   std::string* target = a == "--project"   ? &flags->project
                         : a == "--server"  ? &flags->server
                         : a == "--api-key" ? &flags->api_key
+                        : a == "--tls-ca"  ? &flags->tls_ca_file
                                            : nullptr;
   if (!target) return FlagParse::kNotMine;
   if (*i + 1 >= args.size()) {
@@ -42,6 +44,7 @@ ClientOptions ReplayClientOptions(const ServerFlags& flags,
   ClientOptions options;
   options.server = flags.server;
   options.api_key = flags.api_key;
+  options.tls_ca_file = flags.tls_ca_file;
   options.heartbeat_interval_seconds = 0;
   options.overflow = OverflowPolicy::kBlock;
   options.memory_max_bytes = 256ull << 20;
@@ -61,7 +64,7 @@ RunOptions ReplayRunOptions(const ServerFlags& flags, const std::string& run_id,
 }
 
 Status CheckServer(const ServerFlags& flags) {
-  HttpClient http(flags.server, flags.api_key);
+  HttpClient http(flags.server, flags.api_key, flags.tls_ca_file);
   Result<HttpReply> reply = http.Get("/api/v1/info", 10);
   if (!reply.ok())
     return Status::Unavailable("cannot reach the trainwatch server: " + reply.status().message());

@@ -15,13 +15,14 @@ struct ServerFlags {
   std::string project = "default";
   std::string server = "http://127.0.0.1:8080";  // $TRAINWATCH_SERVER when set
   std::string api_key;                           // $TRAINWATCH_API_KEY when set
+  std::string tls_ca_file;                       // --tls-ca: CA of an https:// server; $TRAINWATCH_TLS_CA when set
 };
 
 ServerFlags DefaultServerFlags();
 
 enum class FlagParse { kNotMine, kConsumed, kExit };
-// Consumes args[*i] when it is a flag the three commands share: --project, --server, --api-key (and
-// its value, advancing *i) or --help/-h. kExit: the command returns *exit_code now — 0 after printing
+// Consumes args[*i] when it is a flag the three commands share: --project, --server, --api-key,
+// --tls-ca (and its value, advancing *i) or --help/-h. kExit: the command returns *exit_code now — 0 after printing
 // `usage` for --help, 2 after saying on stderr which flag of `command` lacks its value.
 FlagParse ParseSharedFlag(const std::vector<std::string>& args, size_t* i, ServerFlags* flags,
                           std::string_view command, const char* usage, int* exit_code);

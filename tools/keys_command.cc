@@ -24,11 +24,12 @@ constexpr const char* kUsage =
     "       trainwatch keys list\n"
     "       trainwatch keys revoke NAME\n"
     "where: --server URL --api-key ADMIN_KEY (a running server; TRAINWATCH_SERVER, TRAINWATCH_API_KEY)\n"
+    "       [--tls-ca FILE] (the CA of an https:// server; TRAINWATCH_TLS_CA)\n"
     "   or: --data-dir DIR (a stopped server's data directory)\n"
     "create prints the new key once; only its hash is kept.\n";
 
 struct KeysFlags {
-  std::string action, name, scope = "read", expires, server, api_key, data_dir, allow_from;
+  std::string action, name, scope = "read", expires, server, api_key, data_dir, allow_from, tls_ca;
   std::vector<std::string> projects;
 };
 
@@ -42,7 +43,8 @@ Result<KeysFlags> ParseFlags(const std::vector<std::string>& args) {
     const std::string& a = args[i];
     std::string* value = a == "--name" ? &f.name : a == "--scope" ? &f.scope : a == "--expires" ? &f.expires
                        : a == "--server" ? &f.server : a == "--api-key" ? &f.api_key
-                       : a == "--data-dir" ? &f.data_dir : a == "--allow-from" ? &f.allow_from : nullptr;
+                       : a == "--data-dir" ? &f.data_dir : a == "--allow-from" ? &f.allow_from
+                       : a == "--tls-ca" ? &f.tls_ca : nullptr;
     if (a == "--project") {
       if (i + 1 >= args.size()) return Status::InvalidArgument("--project needs a value");
       f.projects.push_back(args[++i]);
@@ -129,7 +131,7 @@ Result<nlohmann::json> Answer(const Result<HttpReply>& reply, const std::string&
 
 // A running server, through its admin API.
 Status OnServer(const KeysFlags& f) {
-  HttpClient http(f.server, f.api_key);
+  HttpClient http(f.server, f.api_key, f.tls_ca);
   if (f.action == "list") {
     TW_ASSIGN_OR_RETURN(nlohmann::json doc, Answer(http.Get("/api/v1/keys"), "listing keys"));
     for (const nlohmann::json& k : doc["keys"]) {
@@ -154,7 +156,7 @@ Status OnServer(const KeysFlags& f) {
 
 constexpr const char* kAuditUsage =
     "usage: trainwatch audit [--key NAME] [--action PREFIX] [--failures] [--limit N]\n"
-    "where: --server URL --api-key ADMIN_KEY, or --data-dir DIR (a stopped server's)\n"
+    "where: --server URL --api-key ADMIN_KEY [--tls-ca FILE], or --data-dir DIR (a stopped server's)\n"
     "Prints the audit log, newest first: time, key, client address, action, target, outcome.\n";
 
 void PrintEntry(const auth::AuditEntry& e) {
@@ -164,7 +166,7 @@ void PrintEntry(const auth::AuditEntry& e) {
 }
 
 Status Audit(const std::vector<std::string>& args) {
-  std::string server, api_key, data_dir, limit = "100";
+  std::string server, api_key, data_dir, tls_ca, limit = "100";
   if (const char* s = std::getenv("TRAINWATCH_SERVER")) server = s;
   if (const char* k = std::getenv("TRAINWATCH_API_KEY")) api_key = k;
   auth::AuditQuery q;
@@ -175,7 +177,7 @@ Status Audit(const std::vector<std::string>& args) {
       continue;
     }
     std::string* value = a == "--server" ? &server : a == "--api-key" ? &api_key : a == "--data-dir" ? &data_dir
-                       : a == "--key" ? &q.key : a == "--action" ? &q.action : a == "--limit" ? &limit : nullptr;
+                       : a == "--tls-ca" ? &tls_ca : a == "--key" ? &q.key : a == "--action" ? &q.action : a == "--limit" ? &limit : nullptr;
     if (!value) return Status::InvalidArgument("unknown argument '" + a + "'");
     if (i + 1 >= args.size()) return Status::InvalidArgument(a + " needs a value");
     *value = args[++i];
@@ -191,7 +193,7 @@ Status Audit(const std::vector<std::string>& args) {
     return Status::Ok();
   }
   if (server.empty()) return Status::InvalidArgument("give --server URL or --data-dir DIR");
-  HttpClient http(server, api_key);
+  HttpClient http(server, api_key, tls_ca);
   std::string path = "/api/v1/audit?limit=" + std::to_string(q.limit) + (q.failures_only ? "&failures=1" : "");
   if (!q.key.empty()) path += "&key=" + UrlEncode(q.key);
   if (!q.action.empty()) path += "&action=" + UrlEncode(q.action);

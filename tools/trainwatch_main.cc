@@ -83,18 +83,20 @@ int Serve(const std::vector<std::string>& args) {
 }
 
 constexpr const char* kSyncUsage =
-    "usage: trainwatch sync DIR [--server URL] [--api-key KEY] [--timeout SECONDS]\n"
+    "usage: trainwatch sync DIR [--server URL] [--api-key KEY] [--tls-ca FILE] [--timeout SECONDS]\n"
     "Uploads what the SDK spooled: DIR is one writer's spool directory or a spool root\n"
     "(default root ~/.cache/trainwatch/spool). Every batch keeps its writer id and sequence, so\n"
     "syncing twice applies nothing twice. Delivered directories are removed.\n"
     "  --server URL      the server's HTTP URL (default $TRAINWATCH_SERVER or http://127.0.0.1:8080)\n"
     "  --api-key KEY     (default $TRAINWATCH_API_KEY)\n"
+    "  --tls-ca FILE     PEM CA bundle of an https:// server (default $TRAINWATCH_TLS_CA, else the system's)\n"
     "  --timeout S       give up on a writer after S seconds (default 300)\n";
 
 int Sync(const std::vector<std::string>& args) {
   trainwatch::ClientOptions options;
   if (const char* s = std::getenv("TRAINWATCH_SERVER"); s && *s) options.server = s;
   if (const char* k = std::getenv("TRAINWATCH_API_KEY"); k && *k) options.api_key = k;
+  if (const char* ca = std::getenv("TRAINWATCH_TLS_CA"); ca && *ca) options.tls_ca_file = ca;
   options.on_warning = [](trainwatch::WarningKind, const std::string& w) { std::fprintf(stderr, "trainwatch sync: %s\n", w.c_str()); };
   double timeout = 300;
   std::string dir;
@@ -104,7 +106,7 @@ int Sync(const std::vector<std::string>& args) {
     if (a == "--help" || a == "-h") {
       std::fputs(kSyncUsage, stdout);
       return 0;
-    } else if (a == "--server" || a == "--api-key" || a == "--timeout") {
+    } else if (a == "--server" || a == "--api-key" || a == "--tls-ca" || a == "--timeout") {
       const std::string* v = value();
       if (!v) {
         std::fprintf(stderr, "trainwatch sync: %s needs a value\n%s", a.c_str(), kSyncUsage);
@@ -112,6 +114,7 @@ int Sync(const std::vector<std::string>& args) {
       }
       if (a == "--server") options.server = *v;
       else if (a == "--api-key") options.api_key = *v;
+      else if (a == "--tls-ca") options.tls_ca_file = *v;
       else timeout = std::atof(v->c_str());
     } else if (dir.empty() && !a.starts_with("-")) {
       dir = a;

@@ -38,7 +38,7 @@ constexpr const char* kWatchUsage =
     "flush, save and exit. Runs stay 'running'.\n"
     "  --state FILE    (default: $XDG_CACHE_HOME/trainwatch/watch/<hash>.json or ~/.cache/...)\n"
     "  --interval D    how often to look for new data (default 250ms)\n"
-    "  --project, --server, --api-key as for `trainwatch import`\n";
+    "  --project, --server, --api-key, --tls-ca as for `trainwatch import`\n";
 
 // The first bytes of a file, as its identity beyond the inode number.
 constexpr uint32_t kHeadBytes = 64;
@@ -99,7 +99,7 @@ class Watcher {
                                     [](WarningKind, const std::string& w) {
                                       std::fprintf(stderr, "trainwatch watch: %s\n", w.c_str());
                                     })),
-        http_(flags_.server, flags_.api_key) {
+        http_(flags_.server, flags_.api_key, flags_.tls_ca_file) {
     for (const auto& [key, f] : state_.files) files_[key].saved = files_[key].current = f;
   }
 

@@ -393,3 +393,38 @@ def test_info_advertises_no_loopback_grpc_address_to_another_machine(server_fact
     remote = http("GET", "https://%s:%d/api/v1/info" % (address, server.port), headers=headers,
                   context=server.ssl_context).json()
     assert remote["grpc"] == "" and remote["grpc_tls"] is True, remote
+
+
+def cli(*args, env=None):
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("TRAINWATCH_") or k == "TRAINWATCH_BIN"}
+    environment.update(env or {})
+    return subprocess.run([BIN, *map(str, args)], env=environment, capture_output=True, text=True, timeout=300)
+
+
+def test_cli_speaks_https_with_its_ca(server_factory, ca, tmp_path):
+    """`keys` (and every command built on tools/import_export_http) and `sync` (the SDK) against an
+    https:// server: --tls-ca or TRAINWATCH_TLS_CA; without the CA the certificate is not trusted."""
+    server = tls_server(server_factory, ca, "--api-key", "k-cli")
+    created = cli("keys", "create", "--name", "ci-reader", "--server", server.url, "--api-key", "k-cli",
+                  "--tls-ca", ca.cert)
+    assert created.returncode == 0 and created.stdout.strip(), created
+    from_env = cli("keys", "list", "--server", server.url, "--api-key", "k-cli", env={"TRAINWATCH_TLS_CA": str(ca.cert)})
+    assert from_env.returncode == 0 and "ci-reader" in from_env.stdout, from_env
+    untrusted = cli("keys", "list", "--server", server.url, "--api-key", "k-cli")
+    assert untrusted.returncode != 0 and "certificate" in untrusted.stderr.lower(), untrusted
+
+    # An offline run's spool, uploaded by `trainwatch sync` over TLS.
+    report = run_child(tmp_path, server, "sdk-sync", 300, {"mode": "offline"}, flush=10)
+    assert report["final"]["points_acked"] == 0, report
+    synced = cli("sync", tmp_path / "spool", "--server", server.url, "--api-key", "k-cli", "--tls-ca", ca.cert)
+    assert synced.returncode == 0, synced
+    listing = http("GET", server.url + "/api/v1/metrics?project=sdk&run=sdk-sync",
+                   headers={"Authorization": "Bearer k-cli"}, context=server.ssl_context).json()
+    metrics = {m["name"]: m for m in (listing["metrics"] if isinstance(listing, dict) else listing)}
+    assert metrics["tick"]["count"] == 300, metrics
+
+
+def test_cli_refuses_to_send_its_key_in_clear_text_to_another_machine():
+    refused = cli("keys", "list", "--server", "http://192.0.2.1:8080", "--api-key", "k-secret")
+    assert refused.returncode != 0, refused
+    assert "clear text" in refused.stderr and "https://" in refused.stderr, refused
