@@ -20,6 +20,9 @@ skipped="$BUILD_DIR/skipped-tests.txt"
 : > "$skipped"
 mkdir -p "$BUILD_DIR/pytest-cache"  # each pytest run's output is kept beside its cache, for the list
 
+echo "== C++ tests do not sleep: they wait on events or a ManualClock (scripts/check_no_sleep.sh)"
+scripts/check_no_sleep.sh || fail "check_no_sleep"
+
 echo "== C++ unit tests"
 (cd "$BUILD_DIR" && ctest --output-on-failure -j "$(nproc)" -LE '^detect_score$') ||
   fail "C++ unit tests: $(tr '\n' ' ' < "$BUILD_DIR/Testing/Temporary/LastTestsFailed.log" 2>/dev/null)"

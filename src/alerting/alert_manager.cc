@@ -3,7 +3,6 @@
 #include "alerting/alert_manager.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 
 #include "common/strings.h"
@@ -91,12 +90,11 @@ void AlertManager::Flush() {
 }
 
 void AlertManager::Loop() {
-  const auto interval = std::chrono::duration<double>(options_.stall_check_interval_seconds);
-  auto next_check = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::nanoseconds>(interval);
+  int64_t next_check = clock_.DeadlineIn(options_.stall_check_interval_seconds);
   double next_resend = clock_.NowUnixSeconds() + options_.resend_interval_seconds;
   std::unique_lock lock(queue_mu_);
   for (;;) {
-    queue_cv_.wait_until(lock, next_check, [&] { return stop_ || !queue_.empty(); });
+    clock_.WaitUntil(lock, queue_cv_, next_check, [&] { return stop_ || !queue_.empty(); });
     std::vector<QueuedEvent> batch;
     batch.swap(queue_);
     const uint64_t batches = queued_batches_;
@@ -106,13 +104,13 @@ void AlertManager::Loop() {
       std::lock_guard state(state_mu_);
       for (const QueuedEvent& e : batch) Process(e);
     }
-    if (std::chrono::steady_clock::now() >= next_check && !stopping) {
+    if (clock_.MonotonicNanos() >= next_check && !stopping) {
       CheckStalled();
       if (clock_.NowUnixSeconds() >= next_resend) {
         ResendFiring();
         next_resend = clock_.NowUnixSeconds() + options_.resend_interval_seconds;
       }
-      next_check = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::nanoseconds>(interval);
+      next_check = clock_.DeadlineIn(options_.stall_check_interval_seconds);
     }
     lock.lock();
     done_batches_ = std::max(done_batches_, batches);

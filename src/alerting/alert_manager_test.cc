@@ -1,8 +1,5 @@
 #include "alerting/alert_manager.h"
 
-#include <chrono>
-#include <thread>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -18,8 +15,12 @@ class AlertManagerTest : public testing::Test {
   void SetUp() override { Open(); }
   void TearDown() override { Close(); }
 
-  void Open(AlertManagerOptions options = {}) {
-    options.stall_check_interval_seconds = 0.01;
+  void Open() {
+    AlertManagerOptions options;
+    options.stall_check_interval_seconds = 0.01;  // of clock_: a check at each Advance
+    Open(options);
+  }
+  void Open(AlertManagerOptions options) {
     auto m = AlertManager::Open(options, PosixFileSystem(), dir_.Join("alerts"), clock_, logger_, metrics_,
                                 std::make_shared<const rules::RuleSet>());
     ASSERT_TRUE(m.ok()) << m.status().ToString();
@@ -136,6 +137,10 @@ TEST_F(AlertManagerTest, FlappingWithinTheCooldownReopensQuietly) {
 }
 
 TEST_F(AlertManagerTest, AfterTheCooldownARecurrenceIsANewAlert) {
+  Close();
+  AlertManagerOptions options;
+  options.stall_check_interval_seconds = 3600;  // the run is silent for 601 s: no stall check here
+  Open(options);
   WriteHealthy(0, 100);
   Write(100, NAN);
   WriteHealthy(101, 120);
@@ -206,10 +211,10 @@ TEST_F(AlertManagerTest, AFinishedRunResolvesItsOpenAlerts) {
 TEST_F(AlertManagerTest, StalledFromTheServerClockAndResolvedByTheNextStep) {
   WriteHealthy(0, 100);  // record times kT0 .. kT0 + 99, arriving at server time kT0 + 1000
   clock_.Advance(299);
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  clock_.AwaitWaiters(1);  // the alert thread ran its stall check at the new time
   EXPECT_THAT(Sent(), testing::IsEmpty());
   clock_.Advance(2);  // 301 s after the last step, on the writer's clock
-  for (int i = 0; i < 200 && Sent().empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  clock_.AwaitWaiters(1);
   EXPECT_THAT(Sent(), testing::ElementsAre("firing stalled@99"));
   Write(400, 1.0);
   EXPECT_THAT(Sent(), testing::ElementsAre("firing stalled@99", "resolved stalled@99"));

@@ -1,7 +1,6 @@
 #include "notify/outbox.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <deque>
 #include <functional>
@@ -11,8 +10,6 @@
 #include <thread>
 
 namespace trainwatch::notify {
-
-using SteadyTime = std::chrono::steady_clock::time_point;
 
 struct NotificationOutbox::Delivery {
   uint64_t id = 0;
@@ -28,18 +25,13 @@ struct NotificationOutbox::Worker {
   std::shared_ptr<Notifier> notifier;
   std::deque<Delivery> queue;
   std::optional<uint64_t> in_flight;  // the id being sent, outside the lock
-  SteadyTime next_attempt{};          // no attempt before this (backoff)
+  int64_t next_attempt = 0;           // no attempt before this (backoff), clock_.MonotonicNanos()
   bool stop = false;
   std::condition_variable cv;
   std::thread thread;
 };
 
 namespace {
-
-const Clock& DefaultClock() {
-  static const SystemClock clock;  // stateless
-  return clock;
-}
 
 std::string Join(const std::string& dir, const std::string& name) { return dir + "/" + name; }
 
@@ -53,12 +45,13 @@ RoutingTable BuildRoutingTable(const NotifyConfig& config, const Clock& clock) {
   return table;
 }
 
-NotificationOutbox::NotificationOutbox(std::string dir, OutboxOptions options, Logger& logger,
+NotificationOutbox::NotificationOutbox(std::string dir, FileSystem& fs, const Clock& clock,
+                                       OutboxOptions options, Logger& logger,
                                        MetricsRegistry& metrics)
     : dir_(std::move(dir)),
       options_(options),
-      fs_(options.fs != nullptr ? *options.fs : PosixFileSystem()),
-      clock_(options.clock != nullptr ? *options.clock : DefaultClock()),
+      fs_(fs),
+      clock_(clock),
       logger_(logger),
       sent_(metrics.AddCounter("trainwatch_notifications_sent_total",
                                "Notifications a receiver accepted.")),
@@ -77,11 +70,13 @@ NotificationOutbox::~NotificationOutbox() { Stop(); }
 
 Result<std::unique_ptr<NotificationOutbox>> NotificationOutbox::Open(std::string dir,
                                                                      NotifyConfig config,
+                                                                     FileSystem& fs,
+                                                                     const Clock& clock,
                                                                      OutboxOptions options,
                                                                      Logger& logger,
                                                                      MetricsRegistry& metrics) {
-  const Clock& clock = options.clock != nullptr ? *options.clock : DefaultClock();
-  return Open(std::move(dir), BuildRoutingTable(config, clock), options, logger, metrics);
+  return Open(std::move(dir), BuildRoutingTable(config, clock), fs, clock, options, logger,
+              metrics);
 }
 
 Status NotificationOutbox::CheckTable(const RoutingTable& table) {
@@ -133,12 +128,14 @@ Result<std::vector<uint64_t>> NotificationOutbox::Replay(
 
 Result<std::unique_ptr<NotificationOutbox>> NotificationOutbox::Open(std::string dir,
                                                                      RoutingTable table,
+                                                                     FileSystem& fs,
+                                                                     const Clock& clock,
                                                                      OutboxOptions options,
                                                                      Logger& logger,
                                                                      MetricsRegistry& metrics) {
   TW_RETURN_IF_ERROR(CheckTable(table).WithContext("opening outbox " + dir));
   std::unique_ptr<NotificationOutbox> outbox(
-      new NotificationOutbox(std::move(dir), options, logger, metrics));
+      new NotificationOutbox(std::move(dir), fs, clock, options, logger, metrics));
   NotificationOutbox& o = *outbox;
   const std::string context = "opening outbox " + o.dir_;
   TW_RETURN_IF_ERROR(o.fs_.CreateDirs(o.dir_).WithContext(context));
@@ -251,11 +248,14 @@ void NotificationOutbox::RunWorker(Worker* w) {
   std::unique_lock lock(mu_);
   while (!w->stop) {
     if (w->queue.empty()) {
-      w->cv.wait(lock);
+      clock_.WaitUntil(lock, w->cv, Clock::kNever, [w] { return w->stop || !w->queue.empty(); });
       continue;
     }
-    if (std::chrono::steady_clock::now() < w->next_attempt) {
-      w->cv.wait_until(lock, w->next_attempt);
+    if (clock_.MonotonicNanos() < w->next_attempt) {
+      // Reload resets next_attempt: a fixed receiver is tried at once.
+      clock_.WaitUntil(lock, w->cv, w->next_attempt, [w, deadline = w->next_attempt] {
+        return w->stop || w->next_attempt != deadline;
+      });
       continue;
     }
     Delivery d = w->queue.front();
@@ -298,6 +298,9 @@ void NotificationOutbox::RunWorker(Worker* w) {
       sent_.Add();
       FinishLocked(*w, d.id, AckOutcome::kDelivered);
       failures = 0;
+    } else if (IsRetryable(s) && w->notifier != notifier) {
+      failed_.Add();  // Reload swapped the notifier during the send: try the new one at once
+      failures = 0;
     } else if (IsRetryable(s)) {
       failed_.Add();
       ++failures;
@@ -305,8 +308,7 @@ void NotificationOutbox::RunWorker(Worker* w) {
                     std::pow(options_.backoff_multiplier, std::min(failures - 1, 64));
       wait = std::min(wait, options_.max_backoff_seconds);
       wait *= 1 - options_.jitter * std::uniform_real_distribution<double>(0, 1)(rng);
-      w->next_attempt = std::chrono::steady_clock::now() +
-                        std::chrono::microseconds(static_cast<int64_t>(wait * 1e6));
+      w->next_attempt = clock_.DeadlineIn(wait);
     } else {
       failed_.Add();
       dropped_.Add();
@@ -426,7 +428,7 @@ Status NotificationOutbox::Reload(RoutingTable table) {
       auto it = workers_.find(name);
       if (it != workers_.end()) {
         it->second->notifier = std::move(notifier);
-        it->second->next_attempt = {};  // a fixed receiver is tried at once, not after the backoff
+        it->second->next_attempt = 0;  // a fixed receiver is tried at once, not after the backoff
         it->second->cv.notify_all();
         continue;
       }
@@ -468,11 +470,9 @@ void NotificationOutbox::Stop() {
 
 uint64_t NotificationOutbox::Queued() const { return queued_->load(); }
 
-bool NotificationOutbox::WaitIdle(double timeout_seconds) {
+void NotificationOutbox::WaitIdle() {
   std::unique_lock lock(mu_);
-  return idle_cv_.wait_for(lock,
-                           std::chrono::microseconds(static_cast<int64_t>(timeout_seconds * 1e6)),
-                           [this] { return pending_.empty(); });
+  idle_cv_.wait(lock, [this] { return pending_.empty(); });
 }
 
 }  // namespace trainwatch::notify

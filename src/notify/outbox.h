@@ -53,10 +53,6 @@ struct OutboxOptions {
   double max_age_seconds = 24 * 3600;      // older deliveries are dropped, not sent
   size_t max_queued_per_receiver = 10000;  // beyond it the oldest waiting delivery is dropped
   uint64_t segment_bytes = 4u << 20;       // compaction threshold of the active segment
-  // Borrowed; must outlive the outbox. nullptr: the real file system / the system clock. The
-  // clock stamps deliveries (for max_age) and is handed to notifiers built from a NotifyConfig.
-  FileSystem* fs = nullptr;
-  const Clock* clock = nullptr;
   uint64_t jitter_seed = 0;  // 0: seeded from std::random_device
 };
 
@@ -73,17 +69,21 @@ RoutingTable BuildRoutingTable(const NotifyConfig& config, const Clock& clock);
 
 class NotificationOutbox {
  public:
-  // Opens (creating it if needed) the outbox in `dir`, replays what an earlier run left undelivered
-  // and starts delivering. Deliveries for receivers not in the config are dropped with a log line.
+  // Opens (creating it if needed) the outbox in `dir` on `fs`, replays what an earlier run left
+  // undelivered and starts delivering. Deliveries for receivers not in the config are dropped with
+  // a log line. `clock` stamps deliveries (for max_age), times the backoff waits (the delivery
+  // threads wait on it) and is handed to notifiers built from a NotifyConfig. `fs`, `clock`,
   // `logger` and `metrics` must outlive the outbox. Registers the counters
   // trainwatch_notifications_{sent,failed,dropped}_total (failed: every failed attempt, retried
   // or not) and the gauge trainwatch_notifications_queued. Returns IoError/NotFound from the file
   // system with the path, InvalidArgument for a route naming a receiver the table lacks.
   static Result<std::unique_ptr<NotificationOutbox>> Open(std::string dir, NotifyConfig config,
+                                                          FileSystem& fs, const Clock& clock,
                                                           OutboxOptions options, Logger& logger,
                                                           MetricsRegistry& metrics);
   // The same with notifiers built by the caller (tests, custom receivers).
   static Result<std::unique_ptr<NotificationOutbox>> Open(std::string dir, RoutingTable table,
+                                                          FileSystem& fs, const Clock& clock,
                                                           OutboxOptions options, Logger& logger,
                                                           MetricsRegistry& metrics);
 
@@ -111,15 +111,16 @@ class NotificationOutbox {
 
   // Deliveries queued and not yet sent or dropped.
   uint64_t Queued() const;
-  // Waits until nothing is queued or `timeout_seconds` pass; true when nothing is queued.
-  bool WaitIdle(double timeout_seconds);
+  // Waits until nothing is queued: every delivery sent or dropped. Waits for as long as that
+  // takes (a receiver being retried keeps it waiting); for tests.
+  void WaitIdle();
 
  private:
   struct Delivery;
   struct Worker;
 
-  NotificationOutbox(std::string dir, OutboxOptions options, Logger& logger,
-                     MetricsRegistry& metrics);
+  NotificationOutbox(std::string dir, FileSystem& fs, const Clock& clock, OutboxOptions options,
+                     Logger& logger, MetricsRegistry& metrics);
 
   // Replays the segments in dir_ into `replayed` (id -> record) and returns the numbers of the
   // segment files read; bad segments are renamed aside.

@@ -1,14 +1,15 @@
-// NotificationOutbox against real webhook receivers on loopback (the test HTTP listener).
+// NotificationOutbox against real webhook receivers on loopback (the test HTTP listener), on a
+// ManualClock: backoff waits pass only when a test advances the clock, and a test learns that the
+// delivery threads caught up through ManualClock::AwaitWaiters (Settle), never by sleeping. The
+// webhook sends themselves are real network round trips; every wait on them is bound by an event
+// (a delivery done, a thread back waiting), not a duration.
 #include "notify/outbox.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
-#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -24,27 +25,31 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// A socket that listens but never accepts: connections complete in the kernel and then hang,
-// like a receiver that is up but frozen.
-class Blackhole {
+// A receiver that is up but frozen: Send blocks until Release().
+class FrozenNotifier final : public Notifier {
  public:
-  Blackhole() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-    EXPECT_EQ(::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-    EXPECT_EQ(::listen(fd_, 16), 0);
-    port_ = ntohs(addr.sin_port);
+  struct Gate {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool open = false;  // GUARDED_BY(mu)
+    void Release() {
+      {
+        std::lock_guard lock(mu);
+        open = true;
+      }
+      cv.notify_all();
+    }
+  };
+  // `gate` must outlive the notifier.
+  explicit FrozenNotifier(Gate& gate) : gate_(gate) {}
+  Status Send(const Notification&) override {
+    std::unique_lock lock(gate_.mu);
+    gate_.cv.wait(lock, [&] { return gate_.open; });
+    return Status::Unavailable("frozen receiver: timed out");
   }
-  ~Blackhole() { ::close(fd_); }
-  std::string Url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/"; }
 
  private:
-  int fd_ = -1;
-  uint16_t port_ = 0;
+  Gate& gate_;
 };
 
 std::string DownUrl() { return "http://127.0.0.1:" + std::to_string(test::UnusedPort()) + "/"; }
@@ -62,7 +67,6 @@ class OutboxTest : public ::testing::Test {
     o.initial_backoff_seconds = 0.01;
     o.max_backoff_seconds = 0.05;
     o.jitter_seed = 7;
-    o.clock = &clock_;
     return o;
   }
 
@@ -85,13 +89,22 @@ class OutboxTest : public ::testing::Test {
     return Table(std::move(v));
   }
 
-  std::unique_ptr<NotificationOutbox> Open(RoutingTable table, OutboxOptions options) {
-    auto o = NotificationOutbox::Open(dir_.path(), std::move(table), options, logger_, metrics_);
+  std::unique_ptr<NotificationOutbox> Open(RoutingTable table, OutboxOptions options,
+                                           FileSystem& fs = PosixFileSystem()) {
+    auto o = NotificationOutbox::Open(dir_.path(), std::move(table), fs, clock_, options, logger_,
+                                      metrics_);
     EXPECT_TRUE(o.ok()) << o.status().ToString();
     return o.ok() ? std::move(o).value() : nullptr;
   }
   std::unique_ptr<NotificationOutbox> Open(RoutingTable table) {
     return Open(std::move(table), Options());
+  }
+
+  // Lets `receivers` delivery threads act on the current time and on what is queued, and returns
+  // once each is idle again: waiting for its backoff, or for work.
+  void Settle(size_t receivers = 1) {
+    clock_.Advance(0);
+    clock_.AwaitWaiters(receivers);
   }
 
   // The value of an unlabelled counter or gauge in the exposition text.
@@ -130,7 +143,7 @@ TEST_F(OutboxTest, DeliversToEveryReceiver) {
   auto outbox = Open(Table(std::move(receivers)));
   Notification n = test::SampleNotification();
   ASSERT_TRUE(outbox->Enqueue(n).ok());
-  ASSERT_TRUE(outbox->WaitIdle(5));
+  outbox->WaitIdle();
   EXPECT_EQ(Bodies(a), std::vector<std::string>{NotificationToJson(n)});
   EXPECT_EQ(Bodies(b), std::vector<std::string>{NotificationToJson(n)});
   EXPECT_EQ(Metric("trainwatch_notifications_sent_total"), 2);
@@ -145,14 +158,22 @@ TEST_F(OutboxTest, RetriesAfter500sWithBackoff) {
   options.max_backoff_seconds = 1;
   auto outbox = Open(One("ops", Webhook(hook.Url())), options);
   Notification n = test::SampleNotification();
-  auto start = std::chrono::steady_clock::now();
   ASSERT_TRUE(outbox->Enqueue(n).ok());
-  ASSERT_TRUE(outbox->WaitIdle(10));
-  double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  Settle();
+  EXPECT_EQ(hook.Requests().size(), 1u);
+  // Waits of 0.05, 0.1 and 0.2 s, each shortened by at most 20% jitter (0.2 by default): no
+  // retry before the shortest possible wait, one once the longest passed.
+  for (double wait : {0.05, 0.1, 0.2}) {
+    const size_t before = hook.Requests().size();
+    clock_.Advance(0.8 * wait - 0.001);
+    Settle();
+    EXPECT_EQ(hook.Requests().size(), before) << "retried before a wait of " << wait;
+    clock_.Advance(0.2 * wait + 0.001);
+    Settle();
+    EXPECT_EQ(hook.Requests().size(), before + 1) << "no retry after a wait of " << wait;
+  }
+  outbox->WaitIdle();
   EXPECT_EQ(Bodies(hook), std::vector<std::string>(4, NotificationToJson(n)));
-  // Waits of 0.05, 0.1 and 0.2 s, each shortened by at most 20% jitter.
-  EXPECT_GE(elapsed, 0.8 * 0.35);
-  EXPECT_LT(elapsed, 3);
   EXPECT_EQ(Metric("trainwatch_notifications_failed_total"), 3);
   EXPECT_EQ(Metric("trainwatch_notifications_sent_total"), 1);
 }
@@ -163,8 +184,9 @@ TEST_F(OutboxTest, PermanentFailureIsDroppedNotRetried) {
   auto outbox = Open(One("ops", Webhook(hook.Url())));
   ASSERT_TRUE(outbox->Enqueue(test::SampleNotification("1")).ok());
   ASSERT_TRUE(outbox->Enqueue(test::SampleNotification("2")).ok());
-  ASSERT_TRUE(outbox->WaitIdle(5));
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // no retry comes
+  outbox->WaitIdle();
+  clock_.Advance(3600);  // no retry comes, however long we wait
+  Settle();
   EXPECT_EQ(hook.Requests().size(), 2u);
   EXPECT_EQ(Metric("trainwatch_notifications_dropped_total"), 2);
   EXPECT_EQ(outbox->Queued(), 0u);
@@ -172,22 +194,19 @@ TEST_F(OutboxTest, PermanentFailureIsDroppedNotRetried) {
 
 TEST_F(OutboxTest, ReceiverThatIsDownDoesNotDelayOthers) {
   test::HttpListener up;
-  Blackhole frozen;
+  FrozenNotifier::Gate gate;
   std::vector<std::pair<std::string, std::unique_ptr<Notifier>>> receivers;
-  receivers.emplace_back("frozen", Webhook(frozen.Url(), /*timeout=*/2));
+  receivers.emplace_back("frozen", std::make_unique<FrozenNotifier>(gate));
   receivers.emplace_back("refusing", Webhook(DownUrl()));
   receivers.emplace_back("up", Webhook(up.Url()));
   auto outbox = Open(Table(std::move(receivers)));
-  auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < 3; ++i)
     ASSERT_TRUE(outbox->Enqueue(test::SampleNotification(std::to_string(i))).ok());
-  ASSERT_TRUE(up.WaitForRequests(3, 5));
-  double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_LT(elapsed, 1.8);  // before the frozen receiver's first attempt even timed out
-  for (int i = 0; i < 100 && outbox->Queued() > 6; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  Settle(/*receivers=*/2);  // "up" and "refusing"; "frozen" hangs in its first send
+  EXPECT_EQ(up.Requests().size(), 3u);
   EXPECT_EQ(outbox->Queued(), 6u);  // 3 each for the frozen and the refusing receiver
+  gate.Release();
+  outbox->Stop();
 }
 
 TEST_F(OutboxTest, RestartDeliversExactlyWhatWasEnqueued) {
@@ -202,14 +221,14 @@ TEST_F(OutboxTest, RestartDeliversExactlyWhatWasEnqueued) {
   test::HttpListener hook;
   {
     auto outbox = Open(One("ops", Webhook(hook.Url())));
-    ASSERT_TRUE(outbox->WaitIdle(5));
+    outbox->WaitIdle();
   }
   std::vector<std::string> want;
   for (const Notification& n : sent) want.push_back(NotificationToJson(n));
   EXPECT_EQ(Bodies(hook), want);
   {
     auto outbox = Open(One("ops", Webhook(hook.Url())));  // acks were kept: nothing again
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    Settle();
     EXPECT_EQ(outbox->Queued(), 0u);
   }
   EXPECT_EQ(hook.Requests().size(), 3u);
@@ -227,7 +246,7 @@ TEST_F(OutboxTest, TornTailIsCutOff) {
 
   test::HttpListener hook;
   auto outbox = Open(One("ops", Webhook(hook.Url())));
-  ASSERT_TRUE(outbox->WaitIdle(5));
+  outbox->WaitIdle();
   EXPECT_EQ(Bodies(hook),
             (std::vector<std::string>{NotificationToJson(test::SampleNotification("1")),
                                       NotificationToJson(test::SampleNotification("2"))}));
@@ -245,7 +264,7 @@ TEST_F(OutboxTest, GarbageAfterTheLastRecordIsIgnored) {
 
   test::HttpListener hook;
   auto outbox = Open(One("ops", Webhook(hook.Url())));
-  ASSERT_TRUE(outbox->WaitIdle(5));
+  outbox->WaitIdle();
   EXPECT_EQ(Bodies(hook),
             std::vector<std::string>{NotificationToJson(test::SampleNotification("1"))});
 }
@@ -253,17 +272,16 @@ TEST_F(OutboxTest, GarbageAfterTheLastRecordIsIgnored) {
 TEST_F(OutboxTest, EnqueuedNotificationSurvivesPowerCut) {
   ::trainwatch::test::FaultInjectionFileSystem fs(PosixFileSystem());
   OutboxOptions options = Options();
-  options.fs = &fs;
   {
-    auto outbox = Open(One("ops", Webhook(DownUrl())), options);
+    auto outbox = Open(One("ops", Webhook(DownUrl())), options, fs);
     ASSERT_TRUE(outbox->Enqueue(test::SampleNotification("1")).ok());
     ASSERT_TRUE(outbox->Enqueue(test::SampleNotification("2")).ok());
     ASSERT_TRUE(fs.Crash().ok());  // before any clean shutdown
   }
   fs.Restart();
   test::HttpListener hook;
-  auto outbox = Open(One("ops", Webhook(hook.Url())), options);
-  ASSERT_TRUE(outbox->WaitIdle(5));
+  auto outbox = Open(One("ops", Webhook(hook.Url())), options, fs);
+  outbox->WaitIdle();
   EXPECT_EQ(hook.Requests().size(), 2u);
 }
 
@@ -302,7 +320,7 @@ TEST_F(OutboxTest, RouteFilters) {
     ASSERT_TRUE(outbox->Enqueue(n).ok());
     if (routed) want.push_back(n.alert_id);
   }
-  ASSERT_TRUE(outbox->WaitIdle(5));
+  outbox->WaitIdle();
   std::vector<std::string> got;
   for (const auto& req : vision.Requests()) got.push_back(NotificationFromJson(req.body)->alert_id);
   EXPECT_EQ(got, want);
@@ -335,7 +353,7 @@ TEST_F(OutboxTest, ReloadKeepsQueuesOfKeptReceiversAndDropsRemovedOnes) {
 
   test::HttpListener hook;
   ASSERT_TRUE(outbox->Reload(One("kept", Webhook(hook.Url()))).ok());
-  ASSERT_TRUE(outbox->WaitIdle(5));
+  outbox->WaitIdle();
   EXPECT_EQ(Bodies(hook),
             std::vector<std::string>{NotificationToJson(test::SampleNotification("1"))});
   EXPECT_EQ(Metric("trainwatch_notifications_dropped_total"), 1);
@@ -353,7 +371,7 @@ TEST_F(OutboxTest, CompactionKeepsDiskBounded) {
   for (int i = 0; i < 60; ++i) {
     ASSERT_TRUE(outbox->Enqueue(test::SampleNotification(std::to_string(i))).ok());
   }
-  ASSERT_TRUE(outbox->WaitIdle(10));
+  outbox->WaitIdle();
   EXPECT_EQ(hook.Requests().size(), 60u);
   uint64_t bytes = 0;
   for (const std::string& f : SegmentFiles()) bytes += std::filesystem::file_size(f);
@@ -369,7 +387,7 @@ TEST_F(OutboxTest, OldDeliveriesAreDroppedAndQueueIsBounded) {
     ASSERT_TRUE(outbox->Enqueue(test::SampleNotification(id)).ok());
   EXPECT_LE(outbox->Queued(), 2u);
   clock_.Advance(61);
-  ASSERT_TRUE(outbox->WaitIdle(5));
+  outbox->WaitIdle();
   EXPECT_EQ(Metric("trainwatch_notifications_dropped_total"), 4);
 }
 
@@ -380,7 +398,7 @@ TEST_F(OutboxTest, SegmentWithWrongMagicIsRenamedAside) {
   ASSERT_NE(outbox, nullptr);
   EXPECT_TRUE(std::filesystem::exists(dir_.Join("00000000000000000003.outbox.corrupt")));
   ASSERT_TRUE(outbox->Enqueue(test::SampleNotification()).ok());
-  ASSERT_TRUE(outbox->WaitIdle(5));
+  outbox->WaitIdle();
   EXPECT_EQ(hook.Requests().size(), 1u);
 }
 
@@ -393,7 +411,8 @@ TEST_F(OutboxTest, EnqueueAfterStopIsUnavailable) {
 TEST_F(OutboxTest, OpenRejectsRouteToUnknownReceiver) {
   RoutingTable t;
   t.routes = {AllTo("ghost")};
-  auto o = NotificationOutbox::Open(dir_.path(), std::move(t), Options(), logger_, metrics_);
+  auto o = NotificationOutbox::Open(dir_.path(), std::move(t), PosixFileSystem(), clock_, Options(),
+                                    logger_, metrics_);
   EXPECT_EQ(o.status().code(), StatusCode::kInvalidArgument);
 }
 
@@ -403,10 +422,11 @@ TEST_F(OutboxTest, ReceiversBuiltFromConfig) {
                                "\", secret: k}\nroutes:\n  - receiver: ops\n");
   Result<NotifyConfig> config = ParseNotifyConfig(root, "alerting.yml");
   ASSERT_TRUE(config.ok()) << config.status().ToString();
-  auto o = NotificationOutbox::Open(dir_.path(), *config, Options(), logger_, metrics_);
+  auto o = NotificationOutbox::Open(dir_.path(), *config, PosixFileSystem(), clock_, Options(),
+                                    logger_, metrics_);
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   ASSERT_TRUE((*o)->Enqueue(test::SampleNotification()).ok());
-  ASSERT_TRUE((*o)->WaitIdle(5));
+  (*o)->WaitIdle();
   ASSERT_EQ(hook.Requests().size(), 1u);
   EXPECT_EQ(hook.Requests()[0].path, "/h");
   EXPECT_THAT(hook.Requests()[0].headers.at("x-trainwatch-signature"), HasSubstr("sha256="));

@@ -1,7 +1,6 @@
 #include "server/liveness.h"
 
 #include <algorithm>
-#include <chrono>
 #include <future>
 #include <vector>
 
@@ -76,8 +75,7 @@ void LivenessMonitor::Stop() {
 
 void LivenessMonitor::Loop() {
   std::unique_lock lock(mu_);
-  const auto interval = std::chrono::duration<double>(options_.sweep_interval_seconds);
-  while (!cv_.wait_for(lock, interval, [&] { return stop_; })) {
+  while (!clock_.WaitFor(lock, cv_, options_.sweep_interval_seconds, [&] { return stop_; })) {
     lock.unlock();
     SweepOnce();
     lock.lock();

@@ -45,7 +45,7 @@ class LivenessMonitor {
   // next sweep.
   size_t SweepOnce();
 
-  // Sweeps every sweep_interval_seconds (real time) on a thread of its own, until Stop().
+  // Sweeps every sweep_interval_seconds (waiting on `clock`) on a thread of its own, until Stop().
   void Start();
   void Stop();
 

@@ -106,16 +106,20 @@ TEST_F(LivenessTest, AStartingServerGivesEveryRunAFreshGracePeriod) {
 
 TEST_F(LivenessTest, SweepsOnItsOwnThread) {
   LivenessOptions options;
-  options.sweep_interval_seconds = 0.01;
+  options.sweep_interval_seconds = 1;
   LivenessMonitor monitor(*engine_, *ingestor_, clock_, logger_, options);
   Heartbeat("r", 1);
-  clock_.Advance(5);
   monitor.Start();
-  for (int i = 0; i < 500 && Run("r").status != storage::RunStatus::kCrashed; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  monitor.Stop();
+  // Two threads wait on clock_: the monitor and the engine's checkpointer. After each Advance,
+  // AwaitWaiters(2) returns once both acted on the new time.
+  clock_.AwaitWaiters(2);
+  clock_.Advance(2.5);  // one sweep, 2.5 s after the last heartbeat: not yet overdue
+  clock_.AwaitWaiters(2);
+  EXPECT_EQ(Run("r").status, storage::RunStatus::kRunning);
+  clock_.Advance(1);  // the next sweep, 3.5 s after it: three intervals missed
+  clock_.AwaitWaiters(2);
   EXPECT_EQ(Run("r").status, storage::RunStatus::kCrashed);
+  monitor.Stop();
 }
 
 }  // namespace

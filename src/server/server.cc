@@ -101,9 +101,8 @@ struct Server::Parts {
     std::unique_lock lock(retention_mu);
     for (;;) {
       // Sooner while the disk is near the guard's threshold (Retention::NextPollSeconds).
-      auto interval =
-          std::chrono::duration<double>(retention->NextPollSeconds(config.retention_interval_seconds));
-      if (retention_cv.wait_for(lock, interval, [&] { return retention_stop; })) return;
+      const double wait = retention->NextPollSeconds(config.retention_interval_seconds);
+      if (clock.WaitFor(lock, retention_cv, wait, [&] { return retention_stop; })) return;
       lock.unlock();
       Status s = retention->RunOnce();
       if (!s.ok()) logger->Error("retention pass", {{"error", s.ToString()}});
@@ -223,7 +222,8 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   if (!alerting_file.ok()) return alerting_file.status().WithContext("reading the alerting file");
   notify::OutboxOptions outbox_options;
   TW_ASSIGN_OR_RETURN(p->outbox, notify::NotificationOutbox::Open(config.data_dir + "/notify", alerting_file->notify,
-                                                                  outbox_options, log, p->metrics));
+                                                                  PosixFileSystem(), p->clock, outbox_options, log,
+                                                                  p->metrics));
   alerting::AlertManagerOptions alert_options;
   alert_options.cooldown_seconds = config.alert_cooldown_seconds;
   alert_options.external_url = config.external_url.empty()

@@ -1,7 +1,6 @@
 #include "storage/engine.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 
 #include "storage/encoding/chunk_codec.h"
@@ -274,9 +273,8 @@ void Engine::WaitForSealer() {
 void Engine::CheckpointerLoop() {
   std::unique_lock lock(checkpoint_mu_);
   for (;;) {
-      const auto interval = std::chrono::duration<double>(options_.checkpoint_interval_seconds);
-    bool woken = checkpoint_cv_.wait_for(
-        lock, interval, [&] { return checkpointer_stop_ || checkpoint_requested_.load(); });
+    bool woken = clock_.WaitFor(lock, checkpoint_cv_, options_.checkpoint_interval_seconds,
+                                [&] { return checkpointer_stop_ || checkpoint_requested_.load(); });
     if (checkpointer_stop_) return;
     // On a timer, only if something was written since the last checkpoint.
     if (!woken && !written_since_checkpoint_.load()) continue;

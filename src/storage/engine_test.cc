@@ -353,18 +353,28 @@ int Checkpoints(const MetricsRegistry& metrics) {
 
 TEST_F(EngineTest, CheckpointsOnATimerWhileWritten) {
   EngineOptions options;
-  options.checkpoint_interval_seconds = 0.05;
+  options.checkpoint_interval_seconds = 60;
   Open(options);
+  // The checkpointer waits on clock_: each Advance, then AwaitWaiters, lets it act on the new time.
+  clock_.AwaitWaiters(1);
   EXPECT_EQ(Checkpoints(metrics_), 0);
   Write({{0, 1.0}, {1, 2.0}});  // far below chunk_points: only a checkpoint seals it
-  for (int i = 0; i < 250 && Checkpoints(metrics_) < 1; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  EXPECT_GE(Checkpoints(metrics_), 1);
+  clock_.Advance(59);
+  clock_.AwaitWaiters(1);
+  EXPECT_EQ(Checkpoints(metrics_), 0);  // not before the interval
+  clock_.Advance(1);
+  clock_.AwaitWaiters(1);
+  EXPECT_EQ(Checkpoints(metrics_), 1);
   // Idle: the timer finds nothing written and does not checkpoint again.
-  int settled = Checkpoints(metrics_);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  EXPECT_EQ(Checkpoints(metrics_), settled);
+  for (int i = 0; i < 3; ++i) {
+    clock_.Advance(60);
+    clock_.AwaitWaiters(1);
+  }
+  EXPECT_EQ(Checkpoints(metrics_), 1);
+  Write({{2, 3.0}});
+  clock_.Advance(60);
+  clock_.AwaitWaiters(1);
+  EXPECT_EQ(Checkpoints(metrics_), 2);
 }
 
 }  // namespace

@@ -174,6 +174,7 @@ TEST_F(ClientTest, ServerDownAtStartThenRestartedMidRunEveryPointArrivesOnce) {
   Client client(Options());
   auto run = client.StartRun(Quiet("outage"));
   LogSteps(*run, 0, 2000);  // nobody listening
+  // sleep-ok: a real server and SDK threads on the system clock (no Clock in the SDK)
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   EXPECT_FALSE(client.Stats().connected);
   EXPECT_GT(client.Stats().points_spooled, 0u);
@@ -182,6 +183,7 @@ TEST_F(ClientTest, ServerDownAtStartThenRestartedMidRunEveryPointArrivesOnce) {
   ASSERT_TRUE(client.Flush(20));
   StopServer();  // a restart in the middle of the run
   LogSteps(*run, 4000, 6000);
+  // sleep-ok: a real server and SDK threads on the system clock (no Clock in the SDK)
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   StartServer();
   LogSteps(*run, 6000, 8000);
@@ -240,6 +242,7 @@ TEST_F(ClientTest, ExitWhileTheServerIsAwayLeavesASpoolThatSyncDelivers) {
     spool = client.spool_path();
     auto run = client.StartRun(Quiet("left"));
     LogSteps(*run, 0, 1000);
+    // sleep-ok: a real server and SDK threads on the system clock (no Clock in the SDK)
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     closing = std::chrono::steady_clock::now();
   }
@@ -279,6 +282,7 @@ TEST_F(ClientTest, SystemMetricsIncludeFakeGpus) {
   r.nvml_library = FAKE_NVML_PATH;
   auto run = client.StartRun(r);
   LogSteps(*run, 0, 3);
+  // sleep-ok: a real server and SDK threads on the system clock (no Clock in the SDK)
   std::this_thread::sleep_for(std::chrono::milliseconds(400));
   run->Finish();
   ASSERT_TRUE(client.Flush(20));
@@ -297,6 +301,7 @@ TEST_F(ClientTest, HeartbeatsStopWhenTheRunIsDroppedAndTheServerMarksItCrashed) 
   {
     auto run = client.StartRun(Quiet("dead"));
     LogSteps(*run, 0, 10);
+    // sleep-ok: a real server and SDK threads on the system clock (no Clock in the SDK)
     std::this_thread::sleep_for(std::chrono::milliseconds(600));
     ASSERT_TRUE(client.Flush(20));
     EXPECT_EQ(server_->engine().GetRun("p", "dead")->status, storage::RunStatus::kRunning);
@@ -304,6 +309,7 @@ TEST_F(ClientTest, HeartbeatsStopWhenTheRunIsDroppedAndTheServerMarksItCrashed) 
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (server_->engine().GetRun("p", "dead")->status != storage::RunStatus::kCrashed &&
          std::chrono::steady_clock::now() < deadline) {
+    // sleep-ok: a real server and SDK threads on the system clock (no Clock in the SDK)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   EXPECT_EQ(server_->engine().GetRun("p", "dead")->status, storage::RunStatus::kCrashed);

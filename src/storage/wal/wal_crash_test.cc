@@ -93,13 +93,14 @@ void RunLifetime(test::FaultInjectionFileSystem& fs, const std::string& dir, int
           std::lock_guard<std::mutex> lock(mu);
           acked_now[lsn] = payload;
           ++acked_count;
+          acked_count.notify_all();
           watermark = lsn + 1;  // callbacks run in LSN order
         });
         if (i % 16 == 0) std::this_thread::yield();
       }
     });
   }
-  while (acked_count < crash_after) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  for (int n = acked_count.load(); n < crash_after; n = acked_count.load()) acked_count.wait(n);
   ASSERT_TRUE((lifetime % 2 == 1 ? fs.CrashWithTornWrites(lifetime) : fs.Crash()).ok());
   stop = true;
   for (std::thread& t : threads) t.join();
