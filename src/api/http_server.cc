@@ -3,19 +3,13 @@
 
 #include "api/http_server.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <deque>
 #include <mutex>
-#include <list>
 #include <optional>
-#include <set>
-#include <unordered_map>
 #include <thread>
-
 #include <type_traits>
 
 #include <boost/asio.hpp>
@@ -27,7 +21,11 @@
 #include <boost/beast/websocket.hpp>
 #include <boost/beast/websocket/ssl.hpp>
 
+#include "api/connection_registry.h"
+#include "api/http_admission.h"
+#include "api/http_router.h"
 #include "api/http_target.h"
+#include "api/json_writer.h"
 #include "common/strings.h"
 
 namespace trainwatch::api {
@@ -61,29 +59,6 @@ constexpr std::pair<const char*, const char*> kSecurityHeaders[] = {
      "frame-ancestors 'none'"},
 };
 
-bool ChangesState(std::string_view method) {
-  return method != "GET" && method != "HEAD" && method != "OPTIONS";
-}
-
-// The host of a Host header value ("Name:8080", "[::1]:8080", "name"), in lower case, without a
-// trailing dot.
-std::string HostOfHeader(std::string_view value) {
-  std::string_view host = value;
-  if (host.starts_with('[')) {
-    size_t close = host.find(']');
-    host = close == std::string_view::npos ? std::string_view() : host.substr(1, close - 1);
-  } else if (size_t colon = host.find(':'); colon != std::string_view::npos) {
-    host = host.substr(0, colon);
-  }
-  if (host.ends_with('.')) host.remove_suffix(1);
-  return ToLowerAscii(host);
-}
-
-// "application/json" of "Application/JSON; charset=utf-8".
-std::string MediaType(std::string_view content_type) {
-  return ToLowerAscii(TrimBlanks(content_type.substr(0, content_type.find(';'))));
-}
-
 }  // namespace
 
 std::string HttpRequest::Param(const std::string& name, const std::string& fallback) const {
@@ -111,31 +86,16 @@ HttpResponse HttpResponse::Json(int status, std::string body) {
 }
 
 HttpResponse HttpResponse::Error(int status, const std::string& message) {
-  std::string escaped;
-  for (char c : message) {
-    if (c == '"' || c == '\\') {
-      escaped.push_back('\\');
-      escaped.push_back(c);
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      escaped += buf;
-    } else {
-      escaped.push_back(c);
-    }
-  }
-  return Json(status, "{\"error\":\"" + escaped + "\"}\n");
+  std::string body = "{\"error\":";
+  AppendString(&body, message);
+  body += "}\n";
+  return Json(status, std::move(body));
 }
-
 class HttpServer::Impl {
  public:
   Impl(HttpServerOptions options, Logger& logger, MetricsRegistry& metrics)
       : options_(std::move(options)),
         logger_(logger),
-        acceptor_(ioc_),
-        accept_timer_(ioc_),
-        tls_timer_(ioc_),
-        query_pool_(static_cast<size_t>(std::max(1, options_.query_threads))),
         requests_(metrics.AddCounter("trainwatch_http_requests_total", "HTTP requests served.")),
         errors_(metrics.AddCounter("trainwatch_http_errors_total", "HTTP responses with status >= 400.")),
         evicted_(metrics.AddCounter("trainwatch_http_connections_evicted_total",
@@ -155,39 +115,32 @@ class HttpServer::Impl {
         tls_reload_errors_(metrics.AddCounter("trainwatch_tls_reload_errors_total",
                                               "Changed TLS files that did not load (the certificate in use stays).")),
         latency_(metrics.AddHistogram("trainwatch_http_request_duration_seconds",
-                                      "Time from a request read to its response queued.")) {
+                                      "Time from a request read to its response queued.")),
+        admission_(AdmissionOptions{.allowed_hosts = options_.allowed_hosts,
+                                    .cors_origins = options_.cors_origins,
+                                    .machine_names = MachineHostNames(),
+                                    .keys = options_.keys,
+                                    .tokens = options_.tokens}),
+        registry_(static_cast<size_t>(options_.max_connections),
+                  static_cast<size_t>(options_.max_connections_per_address), evicted_),
+        acceptor_(ioc_),
+        accept_timer_(ioc_),
+        tls_timer_(ioc_),
+        query_pool_(static_cast<size_t>(std::max(1, options_.query_threads))) {
     if (options_.tls) {
       metrics.AddGauge("trainwatch_tls_certificate_expiry_timestamp_seconds",
                        "When the certificate served to new HTTPS connections expires (Unix seconds).",
                        [tls = options_.tls] { return tls->certificate().not_after; });
     }
-    metrics.AddGauge("trainwatch_http_connections", "Open HTTP and WebSocket connections.", [this] {
-      std::lock_guard lock(conn_mu_);
-      return static_cast<double>(open_connections_);
-    });
+    metrics.AddGauge("trainwatch_http_connections", "Open HTTP and WebSocket connections.",
+                     [this] { return static_cast<double>(registry_.open()); });
   }
 
-  struct RouteKey {
-    std::string method, path;
-    auto operator<=>(const RouteKey&) const = default;
-  };
-
-  // What the admission checks read of a request, before any of its body.
-  struct Head {
-    std::string method;
-    RequestTarget target;
-    std::string host, origin, authorization, content_type;
-    std::string remote;  // client address
-    bool has_body = false;
-    bool upgrade = false;
-  };
-
-  class Connection;
+  using Slot = ConnectionRegistry::Slot;
   template <class Stream>
   class Session;
   template <class Stream>
   class WsSession;
-  struct Slot;
 
   Status Start();
   void Stop();
@@ -198,65 +151,16 @@ class HttpServer::Impl {
   // Re-reads the TLS files every tls_poll_seconds.
   void PollTls();
   Result<bool> ReloadTls();
-  // The handler for method and path, or null; `path_known` tells a 405 from a 404.
-  const HttpHandler* FindHandler(const std::string& method, const std::string& path, bool* path_known) const;
-  // Requests the fallback serves without a key: GET/HEAD of a path outside /api with no route.
-  bool ForFallback(const std::string& method, const std::string& path) const;
-  // The answer that refuses this request before its body is read, if any: a foreign Host or
-  // Origin, a missing key or one without the route's scope or project, a body type the route
-  // does not take. Otherwise *who is the request's principal.
-  std::optional<HttpResponse> Refusal(const Head& head, auth::Principal* who) const;
-  // The key's refusal, or none; *who the principal it authenticates as.
-  std::optional<HttpResponse> KeyRefusal(const Head& head, auth::Principal* who) const;
-  const RouteOptions& OptionsOf(const std::string& method, const std::string& path) const;
-  bool HostAllowed(std::string_view host_header) const;
-  bool OriginAllowed(const Head& head) const;
-  bool CorsOrigin(std::string_view origin) const;
-  void Dispatch(HttpRequest&& req, Responder responder);
-  // True when the route's handler runs on the query pool.
-  bool Offloaded(const std::string& method, const std::string& path) const;
+  // Runs the request's handler (`route`: its match, admitted already), or the fallback, or
+  // answers a CORS preflight, a 404 or a 405; audited requests are answered once their entry is
+  // durable.
+  void Dispatch(HttpRequest&& req, const RouteMatch& route, Responder responder);
   auth::AuditEntry AuditEntryOf(const std::string& method, const std::string& path,
                                 const std::multimap<std::string, std::string>& query, const auth::Principal& who,
                                 const std::string& remote, const HttpResponse& response) const;
 
-  // The connection registry behind the caps (GUARDED_BY(conn_mu_) all through).
-  std::shared_ptr<Slot> Register(const std::string& address);
-  // Marks a slot as waiting for a request header (true) or reading one that came (false); false
-  // when the connection was closed to make room and must end.
-  bool SetWaiting(Slot& slot, bool waiting);
-  void Release(Slot* slot);
-  std::shared_ptr<Connection> TakeOldestWaiting(std::list<Slot*>& slots);  // REQUIRES(conn_mu_)
-  std::shared_ptr<Connection> TakeOldestWaitingAnywhere();                   // REQUIRES(conn_mu_)
-
   HttpServerOptions options_;
   Logger& logger_;
-  // The connection registry; before ioc_, whose destructor ends the connections it still holds.
-  std::mutex conn_mu_;
-  std::unordered_map<std::string, std::list<Slot*>> by_address_;
-  size_t open_connections_ = 0;
-  uint64_t waiting_clock_ = 0;  // orders the waits, oldest first
-  net::io_context ioc_;
-  tcp::acceptor acceptor_;
-  net::steady_timer accept_timer_;
-  net::steady_timer tls_timer_;
-  // Runs the `offload` routes' handlers and streamed bodies' producers (RouteOptions::offload).
-  net::thread_pool query_pool_;
-  std::string last_tls_error_;  // only touched by ReloadTls callers, one at a time (tls_mu_)
-  std::mutex tls_mu_;
-  std::vector<std::thread> threads_;
-  std::map<RouteKey, HttpHandler> routes_;
-  std::map<RouteKey, RouteOptions> route_options_;
-  std::map<RouteKey, HttpHandler> prefix_routes_;  // RouteKey::path is the prefix
-  std::set<RouteKey> offload_prefixes_;            // prefix routes whose handlers run on query_pool_
-  std::map<std::string, WebSocketHandler> websockets_;
-  HttpHandler fallback_;  // may be empty
-  // Host names accepted besides IP addresses and localhost; suffixes from "*.domain" entries.
-  std::set<std::string> host_names_;
-  std::vector<std::string> host_suffixes_;
-  bool any_host_ = false;
-  std::atomic<uint64_t> next_peer_id_{1};
-  std::atomic<bool> stopped_{false};
-
   Counter& requests_;
   Counter& errors_;
   Counter& evicted_;
@@ -267,32 +171,21 @@ class HttpServer::Impl {
   Counter& tls_reloads_;
   Counter& tls_reload_errors_;
   Histogram& latency_;
-};
-
-// What the connection caps can close: an HTTP connection waiting for its next request header.
-class HttpServer::Impl::Connection {
- public:
-  virtual ~Connection() = default;
-  // Closes the connection; from any thread.
-  virtual void Evict() = 0;
-};
-
-// One open connection as the caps see it: where it is from, and whether it is only waiting for a
-// request header. Owned by the connection (HTTP, then WebSocket after an upgrade); leaving the
-// registry when the connection ends.
-struct HttpServer::Impl::Slot {
-  Slot(Impl& server, std::string address) : server(server), address(std::move(address)) {}
-  ~Slot() { server.Release(this); }
-
-  Impl& server;
-  const std::string address;
-  // All GUARDED_BY(server.conn_mu_):
-  std::list<Slot*>::iterator position;  // in server.by_address_[address] while listed
-  bool listed = false;
-  bool evicted = false;
-  bool waiting = false;
-  uint64_t waiting_since = 0;
-  std::weak_ptr<Connection> http;  // what to close when evicted
+  HttpRouter router_;  // filled before Start(), read-only after
+  const HttpAdmission admission_;
+  // Before ioc_, whose destructor ends the connections (and releases the slots) it still holds.
+  ConnectionRegistry registry_;
+  net::io_context ioc_;
+  tcp::acceptor acceptor_;
+  net::steady_timer accept_timer_;
+  net::steady_timer tls_timer_;
+  // Runs the `offload` routes' handlers and streamed bodies' producers (RouteOptions::offload).
+  net::thread_pool query_pool_;
+  std::string last_tls_error_;  // only touched by ReloadTls callers, one at a time (tls_mu_)
+  std::mutex tls_mu_;
+  std::vector<std::thread> threads_;
+  std::atomic<uint64_t> next_peer_id_{1};
+  std::atomic<bool> stopped_{false};
 };
 
 // One WebSocket connection, over TCP or TLS: `Next` is what the upgraded HTTP connection spoke on
@@ -447,7 +340,7 @@ class HttpServer::Impl::Session : public Connection, public std::enable_shared_f
   // that says what to do (what a browser or curl pointed at http:// shows). The handshake must
   // be done within the header timeout: it is evictable, like a wait for a header.
   void DetectTls() {
-    if (!server_.SetWaiting(*slot_, true)) return;
+    if (!server_.registry_.SetWaiting(*slot_, true)) return;
     tcp().expires_after(std::chrono::seconds(server_.options_.header_timeout_seconds));
     beast::async_detect_ssl(tcp(), buffer_, beast::bind_front_handler(&Session::OnDetected, shared_from_this()));
   }
@@ -487,7 +380,7 @@ class HttpServer::Impl::Session : public Connection, public std::enable_shared_f
   }
 
   void Read() {
-    if (!server_.SetWaiting(*slot_, true)) return;
+    if (!server_.registry_.SetWaiting(*slot_, true)) return;
     head_ = false;
     cors_origin_.clear();
     parser_.emplace();
@@ -502,13 +395,13 @@ class HttpServer::Impl::Session : public Connection, public std::enable_shared_f
   // and clients that sent `Expect: 100-continue` (curl, for bodies over 1 MiB) get their go-ahead
   // only once admitted.
   void OnHeader(beast::error_code ec, size_t) {
-    if (!server_.SetWaiting(*slot_, false)) return;  // closed to make room
+    if (!server_.registry_.SetWaiting(*slot_, false)) return;  // closed to make room
     if (ec) {
       OnRead(ec, 0);
       return;
     }
     const auto& header = parser_->get();
-    request_head_ = Head{};
+    request_head_ = RequestHead{};
     request_head_.method = std::string(header.method_string());
     request_head_.target = ParseTarget(std::string_view(header.target().data(), header.target().size()));
     auto field = [&](http::field f) {
@@ -524,8 +417,9 @@ class HttpServer::Impl::Session : public Connection, public std::enable_shared_f
     request_head_.remote = slot_->address;
     head_ = header.method() == http::verb::head;
     version_ = header.version();
-    if (server_.CorsOrigin(request_head_.origin)) cors_origin_ = request_head_.origin;
-    if (auto refusal = server_.Refusal(request_head_, &principal_)) {
+    route_ = server_.router_.Find(request_head_.method, request_head_.target.path);
+    if (server_.admission_.CorsOrigin(request_head_.origin)) cors_origin_ = request_head_.origin;
+    if (auto refusal = server_.admission_.Refusal(request_head_, route_, &principal_)) {
       if ((refusal->status == 401 || refusal->status == 403) && server_.options_.audit) {
         // Refused keys are audited; the answer waits for the entry, as every audited one does.
         auth::AuditEntry entry = server_.AuditEntryOf(request_head_.method, request_head_.target.path,
@@ -586,19 +480,19 @@ class HttpServer::Impl::Session : public Connection, public std::enable_shared_f
     http::request<http::string_body> req = parser_->release();
     keep_alive_ = req.keep_alive();
     if (request_head_.upgrade) {
-      auto it = server_.websockets_.find(request_head_.target.path);
-      if (it == server_.websockets_.end()) {
+      const WebSocketHandler* websocket = server_.router_.FindWebSocket(request_head_.target.path);
+      if (!websocket) {
         RespondAndClose(HttpResponse::Error(404, "no WebSocket endpoint at " + request_head_.target.path));
         return;
       }
       tcp().expires_never();
       if constexpr (kTls) {
         std::make_shared<WsSession<TlsStream>>(server_, std::move(stream_), std::move(tls_context_), std::move(slot_),
-                                               it->second, std::move(principal_))
+                                               *websocket, std::move(principal_))
             ->Run(std::move(req));
       } else {
         std::make_shared<WsSession<PlainStream>>(server_, stream_.release_socket(), nullptr, std::move(slot_),
-                                                 it->second, std::move(principal_))
+                                                 *websocket, std::move(principal_))
             ->Run(std::move(req));
       }
       return;
@@ -613,7 +507,7 @@ class HttpServer::Impl::Session : public Connection, public std::enable_shared_f
     request.principal = std::move(principal_);
     started_ = std::chrono::steady_clock::now();
     tcp().expires_never();  // the handler may take a while (durable ack); no read is pending
-    server_.Dispatch(std::move(request), [self = shared_from_this()](HttpResponse response) {
+    server_.Dispatch(std::move(request), route_, [self = shared_from_this()](HttpResponse response) {
       net::post(self->tcp().get_executor(), [self, response = std::move(response)]() mutable {
         self->Write(std::move(response), /*close=*/!self->keep_alive_);
       });
@@ -746,7 +640,8 @@ class HttpServer::Impl::Session : public Connection, public std::enable_shared_f
   std::shared_ptr<Slot> slot_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
-  Head request_head_;
+  RequestHead request_head_;
+  RouteMatch route_;  // request_head_'s
   auth::Principal principal_;
   std::string cors_origin_;  // the request's Origin when it is one of cors_origins
   bool keep_alive_ = false;
@@ -756,18 +651,6 @@ class HttpServer::Impl::Session : public Connection, public std::enable_shared_f
 };
 
 Status HttpServer::Impl::Start() {
-  for (const std::string& entry : options_.allowed_hosts) {
-    std::string name = ToLowerAscii(TrimBlanks(entry));
-    if (name == "*") any_host_ = true;
-    else if (name.starts_with("*.")) host_suffixes_.push_back(name.substr(1));
-    else if (!name.empty()) host_names_.insert(HostOfHeader(name));
-  }
-  char hostname[256] = {};
-  if (gethostname(hostname, sizeof hostname - 1) == 0 && hostname[0] != '\0') {
-    std::string name = ToLowerAscii(hostname);
-    host_names_.insert(name);
-    host_names_.insert(name.substr(0, name.find('.')));
-  }
   beast::error_code ec;
   auto address = net::ip::make_address(options_.host, ec);
   if (ec) return Status::InvalidArgument("listen address '" + options_.host + "': " + ec.message());
@@ -795,17 +678,9 @@ void HttpServer::Impl::Accept() {
       // Out of file descriptors: close the oldest connection that only waits for a header, and
       // pause instead of spinning on accept (the newcomer stays in the listen queue meanwhile).
       accept_backoffs_.Add();
-      std::shared_ptr<Connection> victim;
-      {
-        std::lock_guard lock(conn_mu_);
-        victim = TakeOldestWaitingAnywhere();
-      }
-      if (victim) {
-        evicted_.Add();
-        victim->Evict();
-      }
+      const bool evicted = registry_.EvictOldestWaiting();
       // A closed connection frees a descriptor at once; with none to close, wait for one longer.
-      accept_timer_.expires_after(std::chrono::milliseconds(victim ? 5 : 100));
+      accept_timer_.expires_after(std::chrono::milliseconds(evicted ? 5 : 100));
       accept_timer_.async_wait([this](beast::error_code) {
         if (!stopped_) Accept();
       });
@@ -825,7 +700,7 @@ void HttpServer::Impl::OnAccepted(tcp::socket socket) {
     socket.close(ec);  // not on the allow-list: not a byte in either direction
     return;
   }
-  std::shared_ptr<Slot> slot = Register(peer.address().to_string());
+  std::shared_ptr<Slot> slot = registry_.Register(peer.address().to_string());
   if (!slot) {
     // Refuse politely: a one-shot 503 and close, without reading the request.
     refused_.Add();
@@ -848,10 +723,7 @@ template <class Stream>
 void HttpServer::Impl::StartSession(tcp::socket socket, std::shared_ptr<Slot> slot) {
   std::shared_ptr<net::ssl::context> tls_context = options_.tls ? options_.tls->Current() : nullptr;
   auto session = std::make_shared<Session<Stream>>(*this, std::move(socket), slot, std::move(tls_context));
-  {
-    std::lock_guard lock(conn_mu_);
-    slot->http = session;
-  }
+  registry_.Attach(*slot, session);
   session->Start();
 }
 
@@ -890,213 +762,6 @@ void HttpServer::Impl::PollTls() {
   });
 }
 
-std::shared_ptr<HttpServer::Impl::Slot> HttpServer::Impl::Register(const std::string& address) {
-  std::shared_ptr<Connection> victim;
-  std::shared_ptr<Slot> slot;
-  {
-    std::lock_guard lock(conn_mu_);
-    std::list<Slot*>& mine = by_address_[address];
-    if (mine.size() >= static_cast<size_t>(options_.max_connections_per_address)) {
-      victim = TakeOldestWaiting(mine);
-    } else if (open_connections_ >= static_cast<size_t>(options_.max_connections)) {
-      victim = TakeOldestWaitingAnywhere();
-    }
-    if (mine.size() < static_cast<size_t>(options_.max_connections_per_address) &&
-        open_connections_ < static_cast<size_t>(options_.max_connections)) {
-      slot = std::make_shared<Slot>(*this, address);
-      slot->position = mine.insert(mine.end(), slot.get());
-      slot->listed = true;
-      ++open_connections_;
-    } else if (mine.empty()) {
-      by_address_.erase(address);
-    }
-  }
-  if (victim) {
-    evicted_.Add();
-    victim->Evict();
-  }
-  return slot;
-}
-
-std::shared_ptr<HttpServer::Impl::Connection> HttpServer::Impl::TakeOldestWaiting(std::list<Slot*>& slots) {
-  Slot* oldest = nullptr;
-  std::shared_ptr<Connection> session;
-  for (Slot* slot : slots) {
-    if (!slot->waiting || (oldest && slot->waiting_since >= oldest->waiting_since)) continue;
-    if (auto alive = slot->http.lock()) {
-      oldest = slot;
-      session = std::move(alive);
-    }
-  }
-  if (!oldest) return nullptr;
-  slots.erase(oldest->position);
-  oldest->listed = false;
-  oldest->evicted = true;
-  oldest->waiting = false;
-  --open_connections_;
-  return session;
-}
-
-std::shared_ptr<HttpServer::Impl::Connection> HttpServer::Impl::TakeOldestWaitingAnywhere() {
-  // The address with the most connections gives one up: a flood pays for itself.
-  std::list<Slot*>* busiest = nullptr;
-  for (auto& [address, slots] : by_address_) {
-    bool has_waiting = std::any_of(slots.begin(), slots.end(), [](const Slot* s) { return s->waiting; });
-    if (has_waiting && (!busiest || slots.size() > busiest->size())) busiest = &slots;
-  }
-  return busiest ? TakeOldestWaiting(*busiest) : nullptr;
-}
-
-bool HttpServer::Impl::SetWaiting(Slot& slot, bool waiting) {
-  std::lock_guard lock(conn_mu_);
-  if (slot.evicted) return false;
-  slot.waiting = waiting;
-  if (waiting) slot.waiting_since = ++waiting_clock_;
-  return true;
-}
-
-void HttpServer::Impl::Release(Slot* slot) {
-  std::lock_guard lock(conn_mu_);
-  if (!slot->listed) return;
-  auto it = by_address_.find(slot->address);
-  it->second.erase(slot->position);
-  if (it->second.empty()) by_address_.erase(it);
-  --open_connections_;
-}
-
-const HttpHandler* HttpServer::Impl::FindHandler(const std::string& method, const std::string& path,
-                                                 bool* path_known) const {
-  auto it = routes_.find(RouteKey{method, path});
-  const HttpHandler* handler = it != routes_.end() ? &it->second : nullptr;
-  bool known = handler != nullptr;
-  for (auto r = routes_.begin(); !known && r != routes_.end(); ++r) known = r->first.path == path;
-  for (const auto& [key, prefix_handler] : prefix_routes_) {
-    if (known && handler) break;
-    if (!path.starts_with(key.path)) continue;
-    known = true;
-    if (!handler && key.method == method) handler = &prefix_handler;
-  }
-  *path_known = known;
-  return handler;
-}
-
-bool HttpServer::Impl::ForFallback(const std::string& method, const std::string& path) const {
-  bool path_known = false;
-  FindHandler(method, path, &path_known);
-  bool api_path = path == "/api" || path.starts_with("/api/");
-  return !path_known && !api_path && fallback_ && (method == "GET" || method == "HEAD");
-}
-
-bool HttpServer::Impl::HostAllowed(std::string_view host_header) const {
-  if (any_host_ || host_header.empty()) return true;  // no Host: not a browser
-  std::string host = HostOfHeader(host_header);
-  if (host.empty()) return false;
-  beast::error_code ec;
-  net::ip::make_address(host, ec);
-  if (!ec) return true;  // an IP address cannot be rebound to another server
-  if (host == "localhost" || host.ends_with(".localhost") || host_names_.contains(host)) return true;
-  return std::any_of(host_suffixes_.begin(), host_suffixes_.end(),
-                     [&](const std::string& suffix) { return host.ends_with(suffix); });
-}
-
-bool HttpServer::Impl::CorsOrigin(std::string_view origin) const {
-  if (origin.empty()) return false;
-  return std::any_of(options_.cors_origins.begin(), options_.cors_origins.end(),
-                     [&](const std::string& allowed) { return EqualsIgnoreCase(allowed, origin); });
-}
-
-bool HttpServer::Impl::OriginAllowed(const Head& head) const {
-  if (head.origin.empty()) return true;  // not sent by a browser
-  if (CorsOrigin(head.origin)) return true;
-  std::string_view origin = head.origin;
-  size_t scheme_end = origin.find("://");
-  if (scheme_end == std::string_view::npos) return false;  // "null": a sandboxed or file page
-  return !head.host.empty() && EqualsIgnoreCase(origin.substr(scheme_end + 3), head.host);
-}
-
-const RouteOptions& HttpServer::Impl::OptionsOf(const std::string& method, const std::string& path) const {
-  static const RouteOptions kDefaults;
-  auto it = route_options_.find(RouteKey{method, path});
-  return it != route_options_.end() ? it->second : kDefaults;
-}
-
-std::optional<HttpResponse> HttpServer::Impl::KeyRefusal(const Head& head, auth::Principal* who) const {
-  *who = auth::Principal{};
-  const std::string& path = head.target.path;
-  if (!options_.keys || !options_.keys->enabled()) return std::nullopt;
-  if (path == "/healthz" || head.method == "OPTIONS" || (!head.upgrade && ForFallback(head.method, path))) {
-    return std::nullopt;  // data-free answers
-  }
-  std::string_view sent;
-  if (head.authorization.starts_with("Bearer ")) sent = std::string_view(head.authorization).substr(7);
-  const auto& query = head.target.query;
-  auto token = query.find("token");
-  if (sent.empty() && token == query.end() && query.contains("key")) {
-    return HttpResponse::Error(401, "a key is not accepted in a URL (?key=): send it as Authorization: Bearer <key>, "
-                                    "or, where a browser cannot send a header (WebSocket, <img>), a short-lived "
-                                    "?token= from POST /api/v1/tokens");
-  }
-  // Where a browser cannot send a header, a short-lived token stands in for its key: reads only.
-  const bool by_token = sent.empty() && token != query.end();
-  if (by_token && head.method != "GET" && head.method != "HEAD" && !head.upgrade) {
-    return HttpResponse::Error(401, "a token (?token=) is good only for GET, HEAD and WebSocket upgrades; send "
-                                    "the key as Authorization: Bearer <key>");
-  }
-  Result<auth::Principal> principal =
-      !by_token ? options_.keys->Authenticate(sent)
-      : options_.tokens ? options_.tokens->Authenticate(token->second)
-                        : Result<auth::Principal>(Status::Unauthenticated("this server issues no tokens"));
-  if (!principal.ok()) return HttpResponse::Error(401, principal.status().message());
-  *who = std::move(*principal);
-  if (!who->allow_from.empty() && !who->allow_from.Contains(head.remote)) {
-    return HttpResponse::Error(403, "key '" + who->key_name + "' may not be used from " + head.remote);
-  }
-  const RouteOptions& route = OptionsOf(head.method, path);
-  const auth::Scope needed = route.scope.value_or(ChangesState(head.method) ? auth::Scope::kWrite : auth::Scope::kRead);
-  if (!who->Allows(needed)) {
-    return HttpResponse::Error(403, "key '" + who->key_name + "' has scope " + std::string(auth::ScopeName(who->scope)) +
-                                        "; " + head.method + " " + path + " needs " +
-                                        std::string(auth::ScopeName(needed)));
-  }
-  // WebSocket subscriptions name their projects in messages (the live hub checks them).
-  if (!who->projects.empty() && !route.projects_in_body && !head.upgrade) {
-    auto project = head.target.query.find("project");
-    const std::string named = project == head.target.query.end() ? "default" : project->second;
-    if (!who->SeesProject(named)) {
-      return HttpResponse::Error(403, "key '" + who->key_name + "' does not see project '" + named +
-                                          "' (a project-bound key names its project: project=...)");
-    }
-  }
-  return std::nullopt;
-}
-
-std::optional<HttpResponse> HttpServer::Impl::Refusal(const Head& head, auth::Principal* who) const {
-  if (!HostAllowed(head.host)) {
-    return HttpResponse::Error(403, "host '" + HostOfHeader(head.host) +
-                                        "' is not a name of this server; add it to --allowed-hosts "
-                                        "(a foreign name in Host is how DNS rebinding reaches a server)");
-  }
-  if ((head.upgrade || ChangesState(head.method)) && !OriginAllowed(head)) {
-    return HttpResponse::Error(403, "requests from the page at " + head.origin +
-                                        " may not change anything here (add the origin to --cors-origins "
-                                        "to allow it)");
-  }
-  if (auto refusal = KeyRefusal(head, who)) return refusal;
-  if (ChangesState(head.method) && head.has_body && !head.upgrade) {
-    static const std::vector<std::string> kJson = {"application/json"};
-    const RouteOptions& route = OptionsOf(head.method, head.target.path);
-    const std::vector<std::string>& accepted = route.body_types.empty() ? kJson : route.body_types;
-    std::string type = MediaType(head.content_type);
-    if (std::find(accepted.begin(), accepted.end(), type) == accepted.end()) {
-      std::string list;
-      for (const std::string& t : accepted) list += (list.empty() ? "" : ", ") + t;
-      return HttpResponse::Error(415, head.method + " " + head.target.path + " takes Content-Type " + list +
-                                          ", not '" + (type.empty() ? "(none)" : type) + "'");
-    }
-  }
-  return std::nullopt;
-}
-
 auth::AuditEntry HttpServer::Impl::AuditEntryOf(const std::string& method, const std::string& path,
                                                 const std::multimap<std::string, std::string>& query,
                                                 const auth::Principal& who, const std::string& remote,
@@ -1116,7 +781,7 @@ auth::AuditEntry HttpServer::Impl::AuditEntryOf(const std::string& method, const
   return e;
 }
 
-void HttpServer::Impl::Dispatch(HttpRequest&& req, Responder responder) {
+void HttpServer::Impl::Dispatch(HttpRequest&& req, const RouteMatch& route, Responder responder) {
   if (options_.audit && ChangesState(req.method)) {
     // Answered only once its audit entry is durable: what was acknowledged is in the audit log.
     responder = [this, method = req.method, path = req.path, query = req.query, who = req.principal,
@@ -1127,7 +792,7 @@ void HttpServer::Impl::Dispatch(HttpRequest&& req, Responder responder) {
       });
     };
   }
-  if (req.method == "OPTIONS" && CorsOrigin(req.Header("origin"))) {
+  if (req.method == "OPTIONS" && admission_.CorsOrigin(req.Header("origin"))) {
     // A CORS preflight from a configured origin (the answer gets Access-Control-Allow-Origin).
     HttpResponse preflight;
     preflight.status = 204;
@@ -1138,18 +803,17 @@ void HttpServer::Impl::Dispatch(HttpRequest&& req, Responder responder) {
     responder(std::move(preflight));
     return;
   }
-  bool path_known = false;
-  const HttpHandler* handler = FindHandler(req.method, req.path, &path_known);
-  if (ForFallback(req.method, req.path)) {
-    fallback_(std::move(req), std::move(responder));  // static files: no API key (they hold no data)
+  if (route.fallback) {
+    router_.fallback()(std::move(req), std::move(responder));  // static files: no API key (they hold no data)
     return;
   }
+  const HttpHandler* handler = route.handler;
   if (!handler) {
-    responder(path_known ? HttpResponse::Error(405, "method " + req.method + " not allowed on " + req.path)
+    responder(route.path_known ? HttpResponse::Error(405, "method " + req.method + " not allowed on " + req.path)
                          : HttpResponse::Error(404, "no endpoint at " + req.path));
     return;
   }
-  if (Offloaded(req.method, req.path)) {
+  if (route.options->offload) {
     // Routes never change after Start(): the handler outlives the task.
     net::post(query_pool_, [handler, req = std::move(req), responder = std::move(responder)]() mutable {
       (*handler)(std::move(req), std::move(responder));
@@ -1157,13 +821,6 @@ void HttpServer::Impl::Dispatch(HttpRequest&& req, Responder responder) {
     return;
   }
   (*handler)(std::move(req), std::move(responder));
-}
-
-bool HttpServer::Impl::Offloaded(const std::string& method, const std::string& path) const {
-  if (OptionsOf(method, path).offload) return true;
-  if (routes_.contains(RouteKey{method, path})) return false;
-  return std::any_of(offload_prefixes_.begin(), offload_prefixes_.end(),
-                     [&](const RouteKey& key) { return key.method == method && path.starts_with(key.path); });
 }
 
 void HttpServer::Impl::Stop() {
@@ -1190,21 +847,19 @@ HttpServer::~HttpServer() { Stop(); }
 
 void HttpServer::Route(const std::string& method, const std::string& path, HttpHandler handler,
                        RouteOptions options) {
-  impl_->routes_[Impl::RouteKey{method, path}] = std::move(handler);
-  impl_->route_options_[Impl::RouteKey{method, path}] = std::move(options);
+  impl_->router_.Route(method, path, std::move(handler), std::move(options));
 }
 
 void HttpServer::RoutePrefix(const std::string& method, const std::string& prefix, HttpHandler handler,
                              RouteOptions options) {
-  impl_->prefix_routes_[Impl::RouteKey{method, prefix}] = std::move(handler);
-  if (options.offload) impl_->offload_prefixes_.insert(Impl::RouteKey{method, prefix});
+  impl_->router_.RoutePrefix(method, prefix, std::move(handler), std::move(options));
 }
 
 void HttpServer::WebSocket(const std::string& path, WebSocketHandler handler) {
-  impl_->websockets_[path] = std::move(handler);
+  impl_->router_.WebSocket(path, std::move(handler));
 }
 
-void HttpServer::Fallback(HttpHandler handler) { impl_->fallback_ = std::move(handler); }
+void HttpServer::Fallback(HttpHandler handler) { impl_->router_.Fallback(std::move(handler)); }
 
 Status HttpServer::Start() { return impl_->Start(); }
 

@@ -33,7 +33,9 @@ struct ApiContext {
 };
 
 void RegisterWriteRoutes(HttpServer& server, ApiContext& ctx);  // write_routes.cc
-void RegisterQueryRoutes(HttpServer& server, ApiContext& ctx);  // query_routes.cc
+void RegisterRunRoutes(HttpServer& server, ApiContext& ctx);     // run_routes.cc (runs, run, metrics)
+void RegisterSeriesRoutes(HttpServer& server, ApiContext& ctx);  // series_routes.cc
+void RegisterExportRoutes(HttpServer& server, ApiContext& ctx);  // export_routes.cc
 void RegisterRunDataRoutes(HttpServer& server, ApiContext& ctx);  // run_data_routes.cc
 void RegisterMediaRoutes(HttpServer& server, ApiContext& ctx);  // media_routes.cc
 void RegisterOpsRoutes(HttpServer& server, ApiContext& ctx);    // ops_routes.cc
@@ -42,7 +44,9 @@ void RegisterKeyRoutes(HttpServer& server, ApiContext& ctx);    // key_routes.cc
 
 inline void RegisterRoutes(HttpServer& server, ApiContext& ctx) {
   RegisterWriteRoutes(server, ctx);
-  RegisterQueryRoutes(server, ctx);
+  RegisterRunRoutes(server, ctx);
+  RegisterSeriesRoutes(server, ctx);
+  RegisterExportRoutes(server, ctx);
   RegisterRunDataRoutes(server, ctx);
   RegisterMediaRoutes(server, ctx);
   RegisterOpsRoutes(server, ctx);

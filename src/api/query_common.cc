@@ -1,0 +1,34 @@
+#include "api/query_common.h"
+
+#include "api/json_writer.h"
+
+namespace trainwatch::api {
+
+void AppendPoint(std::string* out, const storage::Point& p) {
+  out->push_back('[');
+  AppendInt(out, p.step);
+  out->push_back(',');
+  AppendNumber(out, p.time, NonFinite::kStrings);
+  out->push_back(',');
+  AppendNumber(out, p.value, NonFinite::kStrings);
+  out->push_back(']');
+}
+
+bool RequireRun(ApiContext& ctx, const HttpRequest& req, const Responder& respond,
+                storage::RunInfo* info) {
+  std::string run = req.Param("run");
+  if (run.empty()) {
+    respond(HttpResponse::Error(400, "query parameter 'run' is required"));
+    return false;
+  }
+  std::string project = req.Param("project", "default");
+  auto found = ctx.engine.GetRun(project, run);
+  if (!found) {
+    respond(HttpResponse::Error(404, "no run '" + run + "' in project '" + project + "'"));
+    return false;
+  }
+  *info = std::move(*found);
+  return true;
+}
+
+}  // namespace trainwatch::api
