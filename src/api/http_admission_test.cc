@@ -95,7 +95,9 @@ TEST_F(HttpAdmissionTest, HostMustNameThisServer) {
 }
 
 TEST_F(HttpAdmissionTest, AStarAllowsAnyHost) {
-  HttpAdmission admission(AdmissionOptions{.allowed_hosts = {"*"}});
+  AdmissionOptions options;
+  options.allowed_hosts = {"*"};
+  HttpAdmission admission(options);
   EXPECT_TRUE(admission.HostAllowed("anything.example"));
 }
 
@@ -110,7 +112,9 @@ TEST_F(HttpAdmissionTest, AForeignHostIsRefusedBeforeTheKey) {
 }
 
 TEST_F(HttpAdmissionTest, StateChangesAndUpgradesComeFromThisOriginOrACorsOrigin) {
-  HttpAdmission admission(AdmissionOptions{.cors_origins = {"https://App.Example"}});
+  AdmissionOptions options;
+  options.cors_origins = {"https://App.Example"};
+  HttpAdmission admission(options);
   RequestHead post = Head("POST", "/api/v1/write");
   EXPECT_EQ(Status(admission, post), 0);  // no Origin: not a browser
   post.origin = "http://127.0.0.1:8080";

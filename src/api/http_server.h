@@ -142,7 +142,7 @@ struct HttpServerOptions {
   double tls_poll_seconds = 5;
 };
 
-// How a route takes its requests (HttpServer::Route).
+// How a route takes its requests (HttpServer::Route, HttpServer::RoutePrefix).
 struct RouteOptions {
   // A POST, PUT, PATCH or DELETE with a body must declare one of these as its Content-Type (none
   // given: application/json), or is refused with a 415 before its body is read: browsers send
