@@ -92,6 +92,9 @@ void HttpServer::Impl::OnAccepted(tcp::socket socket) {
     socket.close(ec);  // not on the allow-list: not a byte in either direction
     return;
   }
+  // Answers are written whole, so Nagle's algorithm only delays them: behind a TLS handshake's
+  // last records (session tickets) it would hold a small answer for the client's delayed ACK.
+  socket.set_option(tcp::no_delay(true), ec);
   std::shared_ptr<Slot> slot = registry_.Register(peer.address().to_string());
   if (!slot) {
     // Refuse politely: a one-shot 503 and close, without reading the request.
