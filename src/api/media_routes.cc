@@ -1,5 +1,6 @@
 // GET /api/v1/images, /api/v1/texts and /api/v1/blobs/<sha256>: a run's images and texts, and the
 // image bytes themselves, content-addressed (so cacheable for good).
+#include <algorithm>
 #include <optional>
 
 #include "api/json_writer.h"
@@ -116,6 +117,24 @@ void HandleBlob(ApiContext& ctx, HttpRequest&& req, Responder respond) {
   if (!storage::ParseSha256Hex(hex, &sha256)) {
     return respond(HttpResponse::Error(
         400, "'" + std::string(hex.substr(0, 80)) + "' is not a SHA-256: expected 64 hex digits"));
+  }
+  if (!req.principal.projects.empty()) {
+    // Blobs are shared by content across projects: a project-bound key reads one only through an
+    // image of a run it sees (admission checked `project=` against the key).
+    const std::string project = req.Param("project", "default"), run = req.Param("run");
+    if (run.empty()) {
+      return respond(HttpResponse::Error(400, "a project-bound key reads a blob through its run: add run=... "
+                                              "(and project=...)"));
+    }
+    std::vector<storage::ImageEntry> images;
+    Status s = ctx.engine.ReadImages(project, run, {}, &images);
+    if (!s.ok() && s.code() != StatusCode::kNotFound) return respond(HttpResponse::Error(HttpStatusOf(s), s.message()));
+    bool referenced = std::any_of(images.begin(), images.end(),
+                                  [&](const storage::ImageEntry& e) { return e.sha256 == sha256; });
+    if (!referenced) {
+      return respond(HttpResponse::Error(404, "no image of run '" + run + "' in project '" + project +
+                                              "' has this content"));
+    }
   }
   const std::string etag = "\"" + LowerHex(sha256) + "\"";
   HttpResponse response;

@@ -156,7 +156,7 @@ def test_an_expired_token_is_refused(server_factory):
         if r.status != 200:
             break
         assert time.monotonic() < deadline, "the token never expired"
-        time.sleep(0.05)
+        time.sleep(0.05)  # sleep-ok: polls a condition
     assert r.status == 401 and "token expired" in r.json()["error"], r
     assert time.time() >= issued["expires_at"]
     assert refused_upgrade(server, "token=" + issued["token"]).status_code == 401
@@ -224,3 +224,37 @@ def test_a_token_of_a_server_without_keys_ends_when_it_gets_one(server):
     r = server.get("/api/v1/runs", {"token": issued["token"]})
     assert r.status == 401 and "had no keys" in r.json()["error"], r
     assert server.get("/api/v1/runs", {"token": token_of(server, first)["token"]}).status == 200
+
+
+def test_a_project_bound_key_reads_a_blob_only_through_a_run_it_sees(keyed):
+    """Blobs are shared by content across projects: knowing a hash is not enough."""
+    server = keyed
+    pb = ingest_pb.load()
+    secret = png_decode.encode_plain(np.full((2, 2, 3), 7, np.uint8))
+    shared = png_decode.encode_plain(np.full((2, 2, 3), 200, np.uint8))
+    req = pb.WriteRequest()
+    req.runs.add(project="nlp", run="n").images.add(name="x", step=0, data=secret)
+    req.runs.add(project="nlp", run="n").images.add(name="y", step=0, data=shared)
+    req.runs.add(project="vision", run="v").images.add(name="y", step=0, data=shared)
+    r = server.post("/api/v1/write", req.SerializeToString(),
+                    headers=as_key(ADMIN, **{"Content-Type": "application/x-protobuf"}))
+    assert r.status == 200, r
+    nlp = {e["name"]: e["url"] for e in server.get("/api/v1/images", {"project": "nlp", "run": "n"},
+                                                    headers=as_key(ADMIN)).json()}
+    vision_key = create_key(server, "vision-dash", projects=["vision"])
+    token = token_of(server, vision_key)["token"]
+    for auth in ({"headers": as_key(vision_key)}, {"token": token}):
+        params = {"token": auth["token"]} if "token" in auth else {}
+        headers = auth.get("headers")
+        # Another project's image, by its hash: not through a run of that project, nor of its own.
+        r = server.get(nlp["x"], dict(params, project="nlp", run="n"), headers=headers)
+        assert r.status == 403, r
+        r = server.get(nlp["x"], dict(params, project="vision", run="v"), headers=headers)
+        assert r.status == 404 and "has this content" in r.json()["error"], r
+        r = server.get(nlp["x"], dict(params, project="vision"), headers=headers)
+        assert r.status == 400 and "run=" in r.json()["error"], r
+        # The same content its own run holds: yes.
+        r = server.get(nlp["y"], dict(params, project="vision", run="v"), headers=headers)
+        assert r.status == 200 and r.body == shared, r
+    # A key that sees every project reads any blob by its hash, as before.
+    assert server.get(nlp["x"], headers=as_key(ADMIN)).body == secret

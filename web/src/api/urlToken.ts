@@ -77,11 +77,12 @@ export function startUrlTokens(): void {
 }
 
 /** An image's `url` (`/api/v1/blobs/<sha256>`) for an <img>, which the browser fetches without our
- *  headers: with a key, the current token (and the project, for a project-bound key) in its query;
- *  undefined (no src yet) while the token is on its way. */
-export function blobSrc(url: string, project: string): string | undefined {
+ *  headers: with a key, the current token and the image's project and run in its query (a
+ *  project-bound key reads a blob only through a run it sees); undefined (no src yet) while the
+ *  token is on its way. */
+export function blobSrc(url: string, project: string, run: string): string | undefined {
   if (!url.startsWith('/api/v1/blobs/')) return undefined
   if (!apiKey.value) return url
   if (!urlToken.value) return undefined
-  return url + queryString({ project, token: urlToken.value })
+  return url + queryString({ project, run, token: urlToken.value })
 }
