@@ -143,14 +143,20 @@ void RegisterKeyRoutes(HttpServer& server, ApiContext& ctx) {
       admin);
   server.Route(
       "POST", "/api/v1/keys/revoke",
-      [&keys](HttpRequest&& req, Responder respond) {
+      [&keys, &live = ctx.live](HttpRequest&& req, Responder respond) {
         Result<nlohmann::json> j = ParseJson(req.body);
         if (!j.ok()) return respond(HttpResponse::Error(400, j.status().message()));
         if (!j->is_object() || !(*j)["name"].is_string()) {
           return respond(HttpResponse::Error(400, "expected {\"name\": \"<key name>\"}"));
         }
         const std::string name = (*j)["name"].get<std::string>();
+        std::string key_id;
+        for (const auth::KeyRecord& k : keys.List()) {
+          if (k.name == name) key_id = k.id;
+        }
         Status s = keys.Revoke(name);
+        // Its live connections (opened with the key or one of its tokens) end with it.
+        if (s.ok() && !key_id.empty()) live.CloseKey(key_id);
         HttpResponse r = s.ok() ? HttpResponse::Json(200, "{\"revoked\":true}\n") : HttpResponse::Error(HttpStatusOf(s), s.message());
         r.audit_target = "key=" + name;
         respond(std::move(r));

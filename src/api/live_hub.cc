@@ -1,5 +1,7 @@
 #include "api/live_hub.h"
 
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 #include "api/json_writer.h"
@@ -17,6 +19,18 @@ LiveHub::LiveHub(MetricsRegistry& metrics)
 size_t LiveHub::subscribers() const {
   std::lock_guard lock(mu_);
   return subs_.size();
+}
+
+size_t LiveHub::CloseKey(const std::string& key_id) {
+  std::vector<std::shared_ptr<WebSocketPeer>> closing;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [id, sub] : subs_) {
+      if (sub.peer && sub.peer->principal().key_id == key_id) closing.push_back(sub.peer);
+    }
+  }
+  for (const auto& peer : closing) peer->Close();  // on_close erases it (outside mu_ here)
+  return closing.size();
 }
 
 WebSocketHandler LiveHub::Handler() {

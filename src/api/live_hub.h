@@ -34,6 +34,9 @@ class LiveHub {
   // Pushes {"type":"alert","alert":<alert_json>} to the subscribers of `project` and `run`.
   void PublishAlert(const std::string& project, const std::string& run, const std::string& alert_json);
   size_t subscribers() const;
+  // Closes every connection opened with the key whose public id is `key_id` (a revoked key: its
+  // open live connections end with it). Returns how many were closed.
+  size_t CloseKey(const std::string& key_id);
 
  private:
   struct Subscription {

@@ -258,3 +258,25 @@ def test_a_project_bound_key_reads_a_blob_only_through_a_run_it_sees(keyed):
         assert r.status == 200 and r.body == shared, r
     # A key that sees every project reads any blob by its hash, as before.
     assert server.get(nlp["x"], headers=as_key(ADMIN)).body == secret
+
+
+def test_revoking_a_key_ends_its_open_live_connections(keyed):
+    server = keyed
+    dash = create_key(server, "dash")
+    other = create_key(server, "other")
+    by_token = live(server, token_of(server, dash)["token"])
+    by_header = websocket.create_connection(server.ws_url + "/api/v1/live", timeout=WAIT,
+                                            header=["Authorization: Bearer " + dash])
+    kept = live(server, token_of(server, other)["token"])
+    for ws in (by_token, by_header, kept):
+        ws.send(json.dumps({"subscribe": {"project": "default"}}))
+        assert loads(ws.recv()) == {"type": "subscribed"}
+    r = server.post("/api/v1/keys/revoke", json.dumps({"name": "dash"}), headers=as_key(ADMIN))
+    assert r.status == 200, r
+    for ws in (by_token, by_header):
+        with pytest.raises(websocket.WebSocketConnectionClosedException):
+            ws.recv()  # the server closed it: no message, the connection ends
+    # The other key's connection goes on: it still gets the points written after the revocation.
+    write_as(server, ADMIN, '{"run": "r", "step": 1, "metrics": {"loss": 0.5}}\n')
+    assert loads(kept.recv())["type"] == "points"
+    kept.close()
