@@ -22,6 +22,8 @@ mkdir -p "$BUILD_DIR/pytest-cache"  # each pytest run's output is kept beside it
 
 echo "== C++ tests do not sleep: they wait on events or a ManualClock (scripts/check_no_sleep.sh)"
 scripts/check_no_sleep.sh || fail "check_no_sleep"
+echo "== Python tests do not sleep or bound wall time: they wait on a condition or an event (scripts/check_no_sleep_py.sh)"
+scripts/check_no_sleep_py.sh || fail "check_no_sleep_py"
 
 echo "== C++ unit tests"
 (cd "$BUILD_DIR" && ctest --output-on-failure -j "$(nproc)" -LE '^detect_score$') ||

@@ -114,7 +114,7 @@ class Server:
             if not retry or time.monotonic() > deadline:
                 self.stop()
                 raise RuntimeError("trainwatch did not come up (rc=%s):\n%s" % (rc, self.tail()))
-            time.sleep(0.2)
+            time.sleep(0.2)  # sleep-ok: a pause before starting again on ports a dead process held
 
     def wait_serving(self, deadline):
         """Polls the process's stdout for the serving line; sets port and grpc_port from it. False
@@ -128,7 +128,7 @@ class Server:
                 return True
             if exited:
                 return False
-            time.sleep(0.02)
+            time.sleep(0.02)  # sleep-ok: polls a condition
         return False
 
     def wait_healthy(self, deadline):
@@ -140,7 +140,7 @@ class Server:
                     return True
             except OSError:
                 pass
-            time.sleep(0.02)
+            time.sleep(0.02)  # sleep-ok: polls a condition
         return False
 
     def kill9(self):

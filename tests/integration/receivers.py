@@ -445,7 +445,7 @@ class Alertmanager:
                     return self
             except OSError:
                 pass
-            time.sleep(0.05)
+            time.sleep(0.05)  # sleep-ok: polls a condition
         self.stop()
         raise RuntimeError("alertmanager not ready within %ds:\n%s" % (timeout, self.tail()))
 
@@ -481,7 +481,7 @@ class Alertmanager:
             if time.monotonic() > deadline:
                 raise AssertionError("alertmanager: no %s within %.1fs; /api/v2/alerts = %s\n%s"
                                      % (what, timeout, json.dumps(got, indent=1)[:3000], self.tail()))
-            time.sleep(0.1)
+            time.sleep(0.1)  # sleep-ok: polls a condition
 
     def tail(self, lines=30):
         try:

@@ -64,7 +64,7 @@ def populated(module_server):
         alerts = get(s, "/api/v1/alerts", {"project": "schema"})["alerts"]
         if {a["run"] for a in alerts} == {"r1", "r2"} and any(a["status"] == "resolved" for a in alerts):
             break
-        time.sleep(0.05)
+        time.sleep(0.05)  # sleep-ok: polls a condition
     return s
 
 

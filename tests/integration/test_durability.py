@@ -8,6 +8,7 @@ import threading
 import time
 
 from conftest import SeriesModel, bits, http
+from harness import wait_until
 
 N_WRITERS = 4
 REWINDING = {2, 3}  # these writers also restart from older steps now and then, with new values
@@ -83,11 +84,11 @@ class Writer(threading.Thread):
                          headers={"Content-Type": "application/x-ndjson"})
             except OSError:  # refused, reset, timed out: not acknowledged
                 self.retries += 1
-                time.sleep(0.02)
+                time.sleep(0.02)  # sleep-ok: retry backoff while the server is down
                 continue
             if r.status >= 500:
                 self.retries += 1
-                time.sleep(0.02)
+                time.sleep(0.02)  # sleep-ok: retry backoff while the server is down
                 continue
             assert r.status == 200, "writer %d batch at %d: %r" % (self.index, batch[0][0], r)
             result = r.json()
@@ -127,7 +128,7 @@ class Reader(threading.Thread):
                 b = self.server.get("/api/v1/series", {"project": "dur", "run": "writer0", "metric": "loss",
                                                        "buckets": "37", "from": "0", "to": str(acked)}, timeout=10)
             except OSError:
-                time.sleep(0.02)
+                time.sleep(0.02)  # sleep-ok: retry backoff while the server is down
                 continue
             if acked == 0:
                 continue  # the run may not exist yet
@@ -191,16 +192,26 @@ def test_acknowledged_writes_survive_kill9(server):
         w.start()
     start_logs = []
     try:
+        def acked():
+            return sum(len(w.acked) for w in writers)
+
+        def retries():
+            return sum(w.retries for w in writers)
         for how in CYCLES:
-            time.sleep(rng.uniform(0.2, 1.2))
+            # A random amount of traffic on this lifetime, then the crash lands mid-write.
+            target = acked() + rng.randint(2, 40)
+            wait_until(lambda: acked() >= target, "the writers to make progress")
             if how == "kill9":
                 server.kill9()
             else:
                 assert server.terminate() == 0, "SIGTERM under load did not exit cleanly:\n" + server.tail()
-            time.sleep(rng.uniform(0.0, 0.3))
+            target = retries() + rng.randint(1, 8)
+            wait_until(lambda: retries() >= target, "the writers to meet the stopped server")
             server.start()
             start_logs.append(server.stderr_text())
-        time.sleep(0.5)
+        # Every writer gets a batch through the last lifetime.
+        after = [len(w.acked) for w in writers]
+        wait_until(lambda: all(len(w.acked) > n for w, n in zip(writers, after)), "a batch from every writer")
     finally:
         stop.set()
         for w in writers + [reader]:

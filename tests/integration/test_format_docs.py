@@ -52,7 +52,7 @@ def wait_until(what, probe, timeout=WAIT):
             return got
         if time.monotonic() > deadline:
             pytest.fail("timed out waiting for %s" % what)
-        time.sleep(0.05)
+        time.sleep(0.05)  # sleep-ok: polls a condition
 
 
 # --- the data directory after an alert that a down receiver could not take -------------------------------
@@ -175,6 +175,7 @@ def test_outbox_segment_is_as_outbox_md(stopped_data_dir):
     waiting = [d for d in deliveries if d[0] not in acks]
     assert waiting, "the refused delivery is waiting in the outbox"
     rid, enqueued_at, receiver, notification = waiting[0]
+    # sleep-ok: seconds since the epoch (not milliseconds) from this test's run; a sanity window, not a duration
     assert receiver == "hook" and abs(enqueued_at - time.time()) < 600, (receiver, enqueued_at)
     alert = stopped_data_dir["alerts"][0]
     # The generic webhook body (docs/notifications.md).

@@ -152,7 +152,7 @@ def test_closed_subscribers_are_forgotten(module_server):
         ws.close()
     deadline = time.monotonic() + WAIT
     while module_server.metric_value("trainwatch_live_subscribers") != before and time.monotonic() < deadline:
-        time.sleep(0.05)
+        time.sleep(0.05)  # sleep-ok: polls a condition
     assert module_server.metric_value("trainwatch_live_subscribers") == before
     # Writes after the subscribers left still succeed.
     module_server.write_ok([{"project": "live", "run": "r7", "step": 1, "metrics": {"loss": 1}}])

@@ -2,7 +2,6 @@
 import re
 import socket
 import subprocess
-import time
 
 import pytest
 
@@ -251,15 +250,14 @@ def test_metric_name_flood_in_one_line(module_server):
     names = ",".join('"m%d":1' % i for i in range(1_000_000))
     line = '{"run":"flood","step":1,"metrics":{%s}}\n' % names
     assert len(line) > 10_000_000
-    t0 = time.monotonic()
+    series_before = module_server.metric_value("trainwatch_series")
     r = write_raw(module_server, line)
-    elapsed = time.monotonic() - t0
     assert r.status == 400, r
     body = r.json()
     assert body["lines_rejected"] == 1 and body["errors"][0]["line"] == 1, body
     assert "10000" in body["errors"][0]["error"] and "metrics" in body["errors"][0]["error"], body
     assert not run_exists(module_server, "flood")
-    assert elapsed < 30, "the flood took %.1fs" % elapsed
+    assert module_server.metric_value("trainwatch_series") == series_before  # not one series was created
     assert module_server.get("/healthz").status == 200
 
 
@@ -459,12 +457,16 @@ def test_slow_clients_do_not_block_others(module_server):
                 s.sendall(b"GET /healthz HTTP/1.1\r\nHo")
             idle.append(s)  # the third kind sends nothing at all
         for i in range(20):
-            t0 = time.monotonic()
             r = module_server.write([{"run": "fast", "step": i, "metrics": {"loss": i / 10}}], timeout=20)
             assert r.status == 200, r
             assert module_server.get("/healthz", timeout=20).status == 200
-            # Far below the 60 s a blocked server would take (its read timeout), far above a busy CI box.
-            assert time.monotonic() - t0 < 20
+        # Every slow connection is still open and unanswered: the fast requests were served while all
+        # of them were pending, not after the server's 60 s read timeout closed them.
+        for s in idle:
+            s.setblocking(False)
+            with pytest.raises(BlockingIOError):
+                s.recv(1)
+            s.settimeout(5)
         # The half-sent request is still pending, not answered with something else and not stored.
         assert not run_exists(module_server, "slow")
         # Completing a half-sent request late still works.

@@ -24,7 +24,7 @@ def wait_for(predicate, seconds=20):
     while time.monotonic() < deadline:
         if predicate():
             return True
-        time.sleep(0.2)
+        time.sleep(0.2)  # sleep-ok: polls a condition
     return False
 
 

@@ -89,11 +89,12 @@ def test_down_at_start_then_up_then_killed_and_restarted_every_point_arrives_onc
     server = server_factory(start=False).hold_ports()  # its address, refusing connections until it starts
     steps, rate = 6000, 250  # 24 s of training
     child = start_child(tmp_path, server, "outages", steps, rate)
-    time.sleep(10)  # the server is down for the first 10 s
+    # The child trains in real time (250 steps/s); these are the outages it rides out, in real seconds.
+    time.sleep(10)  # sleep-ok: the server is down for the first 10 s of training
     server.start()
-    time.sleep(6)
+    time.sleep(6)  # sleep-ok: 6 s of delivery before the crash
     server.kill9()  # killed mid-run ...
-    time.sleep(2)
+    time.sleep(2)  # sleep-ok: down for 2 s of training
     server.start()  # ... and restarted on the same data
     report, _ = finish_child(child, timeout=120)
     assert report["stats"]["points_dropped"] == 0
@@ -112,10 +113,10 @@ def test_frozen_server_log_latency_stays_flat_and_memory_bounded(server_factory,
     steps, rate = 60000, 5000  # 12 s, 20,000 points/s
     options = {"memory_max_bytes": 2 << 20, "ack_timeout_seconds": 2.0}
     child = start_child(tmp_path, server, "frozen", steps, rate, options)
-    time.sleep(3)
+    time.sleep(3)  # sleep-ok: 3 s of training at full speed, the latency baseline
     server.proc.send_signal(signal.SIGSTOP)
     frozen_at = time.monotonic()
-    time.sleep(6)
+    time.sleep(6)  # sleep-ok: the frozen server the SDK rides out, 6 s of training
     server.proc.send_signal(signal.SIGCONT)
     frozen_for = time.monotonic() - frozen_at
     report, _ = finish_child(child, timeout=120)

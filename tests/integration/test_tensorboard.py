@@ -863,7 +863,12 @@ def wait_for(what, probe, deadline_s=15.0):
             return got, time.monotonic() - t0
         if time.monotonic() - t0 > deadline_s:
             pytest.fail("timed out waiting for %s" % what)
-        time.sleep(0.02)
+        time.sleep(0.02)  # sleep-ok: polls a condition
+
+
+def spooled_bytes(spool):
+    """Bytes in the SDK spool below `spool` (docs/format/spool.md): what the client could not deliver."""
+    return sum(p.stat().st_size for p in spool.rglob("*.seg")) if spool.exists() else 0
 
 
 class Watch:
@@ -923,7 +928,15 @@ def test_watch_tails_growing_files_alerts_and_restarts_without_duplicates(server
         f1.f.write(record[:7])
         f1.f.flush()
         wait_for("steps 5-9", lambda: loss_points(server, "exp1") == want)
-        time.sleep(0.3)  # a few polls see the half record and must leave it
+        # Two records in another run, the second written once the first is in: the poll that reads
+        # it began after the half record was on disk, read that too, and must have left it.
+        os.makedirs(logdir / "marker")
+        m = tw.EventFileWriter(str(logdir / "marker" / "events.out.tfevents.1.host"), T0)
+        for step in range(2):
+            m.add_event(scalar_event(step, float(step)))
+            wait_for("marker step %d" % step, lambda: len(loss_points(server, "marker")) == step + 1)
+        m.close()
+        assert loss_points(server, "exp1") == want
         f1.f.write(record[7:])
         f1.f.flush()
         want[10] = 10.5
@@ -1005,10 +1018,13 @@ def test_watch_saves_offsets_only_once_the_server_has_the_data(server_factory, t
             except (OSError, ValueError):
                 return None
         wait_for("the acknowledged offset to be saved", lambda: saved_offset() == acked_size)
+        spool = tmp_path / "spool"
+        assert spooled_bytes(spool) == 0  # everything so far was delivered
         server.kill9()
         for step in range(5, 10):
             f.add_event(scalar_event(step, float(step)))
-        time.sleep(1.0)  # several polls read the new records; none is acknowledged
+        # Watch read the new records and could not deliver them: its client spooled them.
+        wait_for("the new records to be spooled", lambda: spooled_bytes(spool) > 0 and "cannot reach" in watch.text())
         assert saved_offset() == acked_size
         server.start()
         wait_for("the points read while the server was down", lambda: len(loss_points(server, "r")) == 10, 30)

@@ -64,7 +64,7 @@ def wait_for(condition, what):
     deadline = time.monotonic() + WAIT
     while not condition():
         assert time.monotonic() < deadline, "timed out waiting for " + what
-        time.sleep(0.05)
+        time.sleep(0.05)  # sleep-ok: polls a condition
 
 
 def test_curl_with_the_test_ca_reads_and_writes_over_https(server_factory, ca, served):

@@ -193,7 +193,7 @@ def test_grpc_certificate_rotation_keeps_open_streams(server_factory, ca):
     while (serial := peer_serial(server.grpc_port, ca)) != renewed.serial:
         assert serial == first, serial
         assert time.monotonic() < deadline, "the gRPC port still shows the old certificate"
-        time.sleep(0.2)
+        time.sleep(0.2)  # sleep-ok: polls a condition
 
     # The stream opened before the rotation still carries batches ...
     assert stream.send(batch(pb, "w-rot", 2, "rot", range(10, 20))).points_accepted == 10

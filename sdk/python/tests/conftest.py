@@ -72,7 +72,7 @@ class Server(harness.Server):
             points = self.points(project, run, metric)
             if len(points) >= count or time.monotonic() > deadline:
                 return points
-            time.sleep(0.05)
+            time.sleep(0.05)  # sleep-ok: polls a condition
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,6 @@ import os
 import struct
 import subprocess
 import sys
-import time
 import warnings
 
 import numpy as np
@@ -12,6 +11,7 @@ import pytest
 import torch
 
 import trainwatch as tw
+from harness import wait_until
 
 FAST = dict(system_metrics=False, flush_timeout_seconds=15, batch_max_delay_seconds=0.02)
 
@@ -201,8 +201,9 @@ def test_server_down_warns_once_and_never_raises(tmp_path, refusing_url):
                       flush_timeout_seconds=1, backoff_max_seconds=0.2)
         for step in range(300):
             run.log({"loss": 1.0 / (step + 1), "acc": step / 300})
-            time.sleep(0.01)
         run.log_histogram("h", np.arange(10.0))
+        # Several connection attempts (backoff 0.2 s) while it waits for acknowledgements that never come.
+        assert not run.flush(1)
         run.finish()
     got = trainwatch_warnings(record)
     assert len(got) == 1, [str(w.message) for w in got]
@@ -221,7 +222,11 @@ def test_server_down_then_up_delivers_everything(server_factory, tmp_path):
                       flush_timeout_seconds=20, backoff_max_seconds=0.2)
         for step in range(50):
             run.log({"x": float(step)})
-        time.sleep(0.5)
+
+        def refused_and_spooled():
+            stats = run.stats()
+            return stats["last_error"] and stats["points_spooled"] == 50 and not stats["connected"]
+        wait_until(refused_and_spooled, "the client to be refused and spool all 50 points")
         server.start()
         try:
             assert run.flush(20)
