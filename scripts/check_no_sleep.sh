@@ -6,8 +6,8 @@
 #
 # A line that truly needs one (a real peer that offers nothing to wait on) carries the marker
 #   // sleep-ok: <why>
-# on the same line or the line before. Covers C++ only; the Python and browser tests are not
-# checked here.
+# on the same line or the line before. Covers C++ only: the Python tests have
+# scripts/check_no_sleep_py.sh; the browser tests are not checked.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
