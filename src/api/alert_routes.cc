@@ -126,7 +126,7 @@ void RegisterAlertRoutes(HttpServer& server, ApiContext& ctx) {
     HandleList(alerts, std::move(req), std::move(respond));
   });
   // Acknowledging, silencing and reloading rules change what everyone is told: admin keys only.
-  const RouteOptions admin{.scope = auth::Scope::kAdmin};
+  const RouteOptions admin = RouteOptions::Scoped(auth::Scope::kAdmin);
   server.Route(
       "POST", "/api/v1/alerts/ack",
       [&alerts](HttpRequest&& req, Responder respond) { HandleAck(alerts, std::move(req), std::move(respond)); },

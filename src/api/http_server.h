@@ -156,6 +156,14 @@ struct RouteOptions {
   // The handler may read much from the store (queries, exports, blobs): it runs on one of the
   // query threads, never on an I/O thread, so that slow reads do not hold up other connections.
   bool offload = false;
+
+  // Options with only a scope (and where the projects are): what most routes that set any need.
+  static RouteOptions Scoped(auth::Scope scope, bool projects_in_body = false) {
+    RouteOptions options;
+    options.scope = scope;
+    options.projects_in_body = projects_in_body;
+    return options;
+  }
 };
 
 class HttpServer {

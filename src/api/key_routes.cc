@@ -112,17 +112,17 @@ void RegisterKeyRoutes(HttpServer& server, ApiContext& ctx) {
         "POST", "/api/v1/tokens",
         [&tokens = *ctx.tokens](HttpRequest&& req, Responder respond) { HandleToken(tokens, req, std::move(respond)); },
         // Any key; a project-bound key's token carries all its projects.
-        RouteOptions{.scope = auth::Scope::kRead, .projects_in_body = true});
+        RouteOptions::Scoped(auth::Scope::kRead, /*projects_in_body=*/true));
   }
   if (ctx.audit) {
     server.Route(
         "GET", "/api/v1/audit",
         [&audit = *ctx.audit](HttpRequest&& req, Responder respond) { HandleAudit(audit, req, std::move(respond)); },
-        RouteOptions{.scope = auth::Scope::kAdmin});
+        RouteOptions::Scoped(auth::Scope::kAdmin));
   }
   if (!ctx.keys) return;
   auth::KeyStore& keys = *ctx.keys;
-  const RouteOptions admin{.scope = auth::Scope::kAdmin};
+  const RouteOptions admin = RouteOptions::Scoped(auth::Scope::kAdmin);
   server.Route(
       "GET", "/api/v1/keys",
       [&keys](HttpRequest&&, Responder respond) {

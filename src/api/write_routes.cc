@@ -175,12 +175,14 @@ int HttpStatusOf(const Status& status) {
 }
 
 void RegisterWriteRoutes(HttpServer& server, ApiContext& ctx) {
+  RouteOptions write;  // write scope, the default for a POST
+  write.body_types = {"application/x-ndjson", "application/jsonl", "application/json", "application/x-protobuf",
+                      "application/protobuf"};
+  write.projects_in_body = true;
   server.Route(
       "POST", "/api/v1/write",
       [&ctx](HttpRequest&& req, Responder respond) { HandleWrite(ctx, std::move(req), std::move(respond)); },
-      RouteOptions{.body_types = {"application/x-ndjson", "application/jsonl", "application/json",
-                                  "application/x-protobuf", "application/protobuf"},
-                   .projects_in_body = true});
+      write);
   server.Route("POST", "/api/v1/runs/update", [&ctx](HttpRequest&& req, Responder respond) {
     HandleRunUpdate(ctx, std::move(req), std::move(respond));
   });

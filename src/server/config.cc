@@ -6,6 +6,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "common/loopback.h"
 #include "common/strings.h"
 
 namespace trainwatch::server {
@@ -196,9 +197,7 @@ Status ApplyYamlNodes(ServerConfig* c, const std::string& path) {
 }  // namespace
 
 
-bool HostPort::IsLoopback() const {
-  return host == "localhost" || host == "::1" || host.starts_with("127.");
-}
+bool HostPort::IsLoopback() const { return IsLoopbackHost(host); }
 
 Result<HostPort> ParseHostPort(const std::string& text) {
   size_t colon = text.rfind(':');
