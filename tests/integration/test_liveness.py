@@ -92,10 +92,16 @@ def test_finished_and_heartbeatless_runs_are_never_crashed(server, pb):
     assert info["status"] == "finished", info
 
 
-def test_restart_gives_a_fresh_grace_period(server, pb):
+def test_restart_gives_a_fresh_grace_period(server, server_factory, pb):
+    # A witness server keeps the time while "server" is down, by the same rule: its run "w", with
+    # the same 1 s interval and heard after "r", is declared crashed only once it has been silent
+    # for longer than 3 x 1 s; "r" has then been silent longer still.
+    witness = server_factory()
     heartbeat(server, pb, "r", interval=1)
+    heartbeat(witness, pb, "w", interval=1)
     server.terminate()
-    time.sleep(4)  # sleep-ok: silent for longer than 3 x 1 s of real time while the server is down
+    wait_for_status(witness, "w", "crashed", 30)  # "r" is overdue by now, while the server is down
+    witness.stop()
     server.start()
     assert run_info(server, "r")["status"] == "running"
     # A control run silent from now on, overdue after 3 x 0.2 s: the sweep that declares it crashed

@@ -8,16 +8,18 @@ import json
 import os
 import signal
 import subprocess
-import time
 
 from conftest import REPO
+from harness import wait_until
 
 PYTHON = os.environ.get("TRAINWATCH_PYTHON", "/usr/bin/python3")
 BUILD_PYTHON = os.environ.get("TRAINWATCH_PYTHONPATH", os.path.join(os.path.dirname(os.path.dirname(
     os.environ.get("TRAINWATCH_BIN", os.path.join(REPO, "build", "bin", "trainwatch")))), "python"))
 
 # The training process: logs `steps` steps of four metrics at `rate` steps/s, measuring each
-# log() call, its RSS and the client's counters every half second; prints one JSON report.
+# log() call, its RSS and the client's counters every half second; prints one JSON report. Its
+# progress is the tests' clock: every 50 steps it appends "<steps done> <seconds since start>" to
+# the progress file, the event a test waits on to act after K steps of training.
 CHILD = r'''
 import json, os, sys, time, warnings
 import trainwatch as tw
@@ -36,6 +38,7 @@ def rss_bytes():
 run = tw.init(project="sdk", id=args["run"], server=args["server"], system_metrics=False,
               **args.get("options", {}))
 latencies, samples = [], []
+progress = open(args["progress"], "a", buffering=1)
 start = time.monotonic()
 next_sample = start
 for step in range(args["steps"]):
@@ -51,6 +54,9 @@ for step in range(args["steps"]):
         s = run.stats()
         samples.append({"t": time.monotonic() - start, "rss": rss_bytes(), "spool": s["spool_bytes"],
                         "memory": s["memory_bytes"], "connected": s["connected"]})
+    if (step + 1) % 50 == 0:
+        progress.write("%d %.6f\n" % (step + 1, time.monotonic() - start))
+progress.close()
 run.finish()
 print(json.dumps({"latencies": latencies, "samples": samples, "stats": run.stats(), "warnings": caught}))
 '''
@@ -60,9 +66,37 @@ def start_child(tmp_path, server, run, steps, rate, options=None):
     env = dict(os.environ, PYTHONPATH=BUILD_PYTHON, TRAINWATCH_SPOOL_DIR=str(tmp_path / "spool"))
     probe = subprocess.run([PYTHON, "-c", "import trainwatch"], env=env, capture_output=True)
     assert probe.returncode == 0, "the Python SDK is not built in %s: %s" % (BUILD_PYTHON, probe.stderr.decode())
-    args = {"server": server.url, "run": run, "steps": steps, "rate": rate, "options": options or {}}
-    return subprocess.Popen([PYTHON, "-c", CHILD, json.dumps(args)], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    progress = str(tmp_path / ("%s.progress" % run))
+    args = {"server": server.url, "run": run, "steps": steps, "rate": rate, "options": options or {},
+            "progress": progress}
+    child = subprocess.Popen([PYTHON, "-c", CHILD, json.dumps(args)], env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+    child.progress = progress
+    return child
+
+
+def child_progress(child):
+    """(steps done, child's seconds since its first step) as last reported; (0, 0.0) before any."""
+    try:
+        with open(child.progress) as f:
+            lines = [line for line in f.read().split("\n")[:-1] if line]  # whole lines only
+    except FileNotFoundError:
+        return 0, 0.0
+    if not lines:
+        return 0, 0.0
+    step, t = lines[-1].split()
+    return int(step), float(t)
+
+
+def wait_for_steps(child, steps):
+    """Waits until the child has trained `steps` steps; returns its report (steps done, its time)."""
+    def reached():
+        if child.poll() is not None:
+            raise AssertionError("the child exited (%s) before step %d: %s"
+                                 % (child.returncode, steps, child.stderr.read().decode()))
+        done, t = child_progress(child)
+        return (done, t) if done >= steps else None
+    return wait_until(reached, "the child to train %d steps" % steps, timeout=120)
 
 
 def finish_child(child, timeout):
@@ -89,12 +123,12 @@ def test_down_at_start_then_up_then_killed_and_restarted_every_point_arrives_onc
     server = server_factory(start=False).hold_ports()  # its address, refusing connections until it starts
     steps, rate = 6000, 250  # 24 s of training
     child = start_child(tmp_path, server, "outages", steps, rate)
-    # The child trains in real time (250 steps/s); these are the outages it rides out, in real seconds.
-    time.sleep(10)  # sleep-ok: the server is down for the first 10 s of training
+    # The child trains at 250 steps/s; the outages it rides out are counted in its steps.
+    wait_for_steps(child, 2500)  # the server is down for the first 2500 steps (10 s) of training
     server.start()
-    time.sleep(6)  # sleep-ok: 6 s of delivery before the crash
+    wait_for_steps(child, 4000)  # 1500 steps (6 s) of delivery before the crash
     server.kill9()  # killed mid-run ...
-    time.sleep(2)  # sleep-ok: down for 2 s of training
+    wait_for_steps(child, 4500)  # down for 500 steps (2 s) of training
     server.start()  # ... and restarted on the same data
     report, _ = finish_child(child, timeout=120)
     assert report["stats"]["points_dropped"] == 0
@@ -113,12 +147,15 @@ def test_frozen_server_log_latency_stays_flat_and_memory_bounded(server_factory,
     steps, rate = 60000, 5000  # 12 s, 20,000 points/s
     options = {"memory_max_bytes": 2 << 20, "ack_timeout_seconds": 2.0}
     child = start_child(tmp_path, server, "frozen", steps, rate, options)
-    time.sleep(3)  # sleep-ok: 3 s of training at full speed, the latency baseline
+    # The windows are in the child's time (seconds since its first step), from its progress reports.
+    _, baseline_end = wait_for_steps(child, 15000)  # 15,000 steps (3 s) at full speed: the baseline
     server.proc.send_signal(signal.SIGSTOP)
-    frozen_at = time.monotonic()
-    time.sleep(6)  # sleep-ok: the frozen server the SDK rides out, 6 s of training
-    server.proc.send_signal(signal.SIGCONT)
-    frozen_for = time.monotonic() - frozen_at
+    # Reported after SIGSTOP was sent: the child's time at or after the freeze.
+    stopped_step, frozen_from = wait_for_steps(child, child_progress(child)[0] + 1)
+    # The frozen server the SDK rides out: 30,000 steps (6 s) of training.
+    _, frozen_until = wait_for_steps(child, stopped_step + 30000)
+    server.proc.send_signal(signal.SIGCONT)  # after frozen_until, in the child's time
+    frozen_for = frozen_until - frozen_from
     report, _ = finish_child(child, timeout=120)
 
     def p99(window):
@@ -126,12 +163,12 @@ def test_frozen_server_log_latency_stays_flat_and_memory_bounded(server_factory,
         assert len(lat) > 1000, window
         return lat[int(len(lat) * 0.99)]
 
-    before, during = p99((0.5, 2.5)), p99((3.5, 3.0 + frozen_for - 0.5))
+    before, during = p99((0.5, baseline_end - 0.5)), p99((frozen_from + 0.5, frozen_from + frozen_for - 0.5))
     # "Flat": the p99 of a log() call while the server is frozen stays within a small factor of
     # the p99 before it (both are a few microseconds of Python; a blocking call would be seconds).
     assert during < max(4 * before, 50_000), (before, during)
-    frozen_samples = [s for s in report["samples"] if 3.5 <= s["t"] < 3.0 + frozen_for]
-    baseline = [s["rss"] for s in report["samples"] if s["t"] < 3.0]
+    frozen_samples = [s for s in report["samples"] if frozen_from + 0.5 <= s["t"] < frozen_from + frozen_for]
+    baseline = [s["rss"] for s in report["samples"] if s["t"] < baseline_end]
     growth = max(s["rss"] for s in frozen_samples) - max(baseline)
     # 120,000 points logged while frozen; memory for batches is capped at 2 MiB, the rest spools.
     assert growth < 32 << 20, growth
