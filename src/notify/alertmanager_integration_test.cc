@@ -1,7 +1,9 @@
 // AlertmanagerNotifier against a real Prometheus Alertmanager (Debian's prometheus-alertmanager),
 // started on a free loopback port. Skipped when the binary is not installed.
 #include <curl/curl.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -10,7 +12,6 @@
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <thread>
 
 #include "common/clock.h"
 #include "common/testing/temp_dir.h"
@@ -46,7 +47,7 @@ long Get(const std::string& url, std::string* body) {
   return code;
 }
 
-// Runs Alertmanager for the lifetime of the object.
+// Runs Alertmanager for the lifetime of the object, its log (stderr) on a pipe.
 class AlertmanagerProcess {
  public:
   explicit AlertmanagerProcess(const ::trainwatch::test::TempDir& dir) {
@@ -58,35 +59,54 @@ class AlertmanagerProcess {
                                      "--storage.path=" + dir.Join("data"),
                                      "--web.listen-address=127.0.0.1:" + std::to_string(port_),
                                      "--cluster.listen-address=",
-                                     "--log.level=warn"};
+                                     "--log.level=info"};  // info: for the "Listening on" line
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
-    if (posix_spawn(&pid_, kAlertmanager, nullptr, nullptr, argv.data(), environ) != 0) pid_ = -1;
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) return;
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
+    if (posix_spawn(&pid_, kAlertmanager, &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(fds[1]);
+    log_fd_ = fds[0];
   }
   ~AlertmanagerProcess() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGTERM);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      int status = 0;
+      ::waitpid(pid_, &status, 0);
+    }
+    if (log_fd_ >= 0) ::close(log_fd_);  // kept open until then: Go dies of SIGPIPE on fd 2
   }
   std::string Url() const { return "http://127.0.0.1:" + std::to_string(port_); }
 
-  // Polls /-/ready; false if Alertmanager did not come up in time.
-  bool WaitReady(double seconds) const {
+  // Blocks on Alertmanager's log until it says it listens (it binds the port first), then asks
+  // /-/ready. False if that line did not come within `seconds` (or the process exited).
+  bool WaitReady(double seconds) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-    while (pid_ > 0 && std::chrono::steady_clock::now() < deadline) {
-      std::string body;
-      if (Get(Url() + "/-/ready", &body) == 200) return true;
-      // sleep-ok: a real Alertmanager process, which offers nothing to wait on but its /-/ready
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const std::string listening = "msg=\"Listening on\" address=127.0.0.1:" + std::to_string(port_);
+    while (pid_ > 0 && log_.find(listening) == std::string::npos) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      pollfd p{log_fd_, POLLIN, 0};
+      if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;
+      char buffer[4096];
+      ssize_t n = ::read(log_fd_, buffer, sizeof buffer);
+      if (n <= 0) return false;  // exited: its log says why
+      log_.append(buffer, static_cast<size_t>(n));
     }
-    return false;
+    std::string body;
+    return pid_ > 0 && Get(Url() + "/-/ready", &body) == 200;
   }
+  const std::string& log() const { return log_; }
 
  private:
   pid_t pid_ = -1;
   uint16_t port_ = 0;
+  int log_fd_ = -1;
+  std::string log_;  // what WaitReady read of its log
 };
 
 // Our alerts as Alertmanager lists them (GET /api/v2/alerts), by alert_id label.
@@ -104,7 +124,7 @@ TEST(AlertmanagerIntegration, FiringThenResolved) {
   }
   ::trainwatch::test::TempDir dir;
   AlertmanagerProcess am(dir);
-  ASSERT_TRUE(am.WaitReady(8)) << "Alertmanager did not become ready at " << am.Url();
+  ASSERT_TRUE(am.WaitReady(8)) << "Alertmanager did not become ready at " << am.Url() << "; its log:\n" << am.log();
 
   SystemClock clock;
   AlertmanagerNotifier notifier({am.Url(), 5}, clock);

@@ -80,7 +80,10 @@ void ClientCore::Cut() {
            std::to_string(dropped) + " points");
     }
     if (s.ok()) {
-      if (spooled) points_spooled_.fetch_add(points);
+      if (spooled) {
+        points_spooled_.fetch_add(points);
+        if (auto hook = spooled_hook_for_testing.load()) hook();
+      }
       break;
     }
     if (options_.overflow == OverflowPolicy::kBlock && s.code() == StatusCode::kResourceExhausted && !closed()) {

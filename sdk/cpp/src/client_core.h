@@ -152,6 +152,10 @@ class ClientCore {
 
 };
 
+// Test-only: when set, called on the batcher thread after a batch went to the spool (and
+// points_spooled counts it), so that tests wait for that instead of sleeping. Unset otherwise.
+inline std::atomic<void (*)()> spooled_hook_for_testing{nullptr};
+
 // Seconds since the epoch, from the system clock.
 double UnixNow();
 // Seconds from a monotonic clock.

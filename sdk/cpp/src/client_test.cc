@@ -2,12 +2,16 @@
 // `sync`, overflow, system metrics with a fake NVML, heartbeats.
 #include "trainwatch/client.h"
 
+#include <algorithm>
 #include <chrono>
-#include <thread>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "client_core.h"
 #include "common/file_system.h"
 #include "common/testing/temp_dir.h"
 #include "server/server.h"
@@ -41,6 +45,13 @@ class ClientTest : public ::testing::Test {
     auto server = server::Server::Start(config);
     ASSERT_TRUE(server.ok()) << server.status().ToString();
     server_ = std::move(server).value();
+    // Replaces the server's own listener (live updates, alerting: unused here) with one that wakes
+    // AwaitCommitted.
+    server_->engine().SetCommitListener([this](const v1::WriteRequest&, const storage::WriteOutcome&) {
+      std::lock_guard lock(commits_mu_);
+      ++commits_;
+      commits_cv_.notify_all();
+    });
   }
   void StopServer() {
     if (server_) {
@@ -56,9 +67,11 @@ class ClientTest : public ::testing::Test {
     o.backoff_max_seconds = 0.5;
     o.flush_timeout_seconds = 10;
     o.heartbeat_interval_seconds = 0;
-    o.on_warning = [this](WarningKind, const std::string& w) {
+    o.on_warning = [this](WarningKind kind, const std::string& w) {
       std::lock_guard lock(warnings_mu_);
       warnings_.push_back(w);
+      warning_kinds_.push_back(kind);
+      warnings_cv_.notify_all();
     };
     return o;
   }
@@ -97,14 +110,64 @@ class ClientTest : public ::testing::Test {
     std::lock_guard lock(warnings_mu_);
     return warnings_;
   }
+  // Blocks until `n` warnings of `kind` arrived; false after `seconds`.
+  bool AwaitWarnings(WarningKind kind, size_t n, double seconds = 20) {
+    std::unique_lock lock(warnings_mu_);
+    return warnings_cv_.wait_for(lock, std::chrono::duration<double>(seconds), [&] {
+      return size_t(std::count(warning_kinds_.begin(), warning_kinds_.end(), kind)) >= n;
+    });
+  }
+  // Blocks until `done()` holds, checking it again after each write the server applies; false
+  // after `seconds`. `done` runs without the lock (it may read the engine).
+  bool AwaitCommitted(const std::function<bool()>& done, double seconds = 20) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    for (;;) {
+      uint64_t seen;
+      {
+        std::lock_guard lock(commits_mu_);
+        seen = commits_;
+      }
+      if (done()) return true;
+      std::unique_lock lock(commits_mu_);
+      if (!commits_cv_.wait_until(lock, deadline, [&] { return commits_ != seen; })) return done();
+    }
+  }
+  size_t SeriesSize(const std::string& run, const std::string& metric) {
+    std::vector<storage::Point> points;
+    (void)server_->engine().ReadSeries({"p", run, metric}, {}, &points);  // not there yet: empty
+    return points.size();
+  }
 
   test::TempDir dir_;
   uint16_t http_port_ = 0;
   uint16_t grpc_port_ = 0;
   uint64_t max_body_bytes_ = 0;  // 0: the server's default
+  std::mutex commits_mu_;  // before server_: its listener uses them until it is gone
+  std::condition_variable commits_cv_;
+  uint64_t commits_ = 0;  // GUARDED_BY(commits_mu_)
   std::unique_ptr<server::Server> server_;
   std::mutex warnings_mu_;
-  std::vector<std::string> warnings_;
+  std::condition_variable warnings_cv_;
+  std::vector<std::string> warnings_;       // GUARDED_BY(warnings_mu_)
+  std::vector<WarningKind> warning_kinds_;  // GUARDED_BY(warnings_mu_)
+};
+
+// Batches the client wrote to its spool (sdk::spooled_hook_for_testing), for tests that wait on it.
+struct SpoolWatch {
+  static inline std::mutex mu;
+  static inline std::condition_variable cv;
+  static void Notify() {
+    std::lock_guard lock(mu);
+    cv.notify_all();
+  }
+  SpoolWatch() { sdk::spooled_hook_for_testing.store(&Notify); }
+  ~SpoolWatch() { sdk::spooled_hook_for_testing.store(nullptr); }
+  // Blocks until the client counts spooled points; false after `seconds`.
+  bool AwaitSpooled(const Client& client, double seconds = 20) {
+    std::unique_lock lock(mu);
+    return cv.wait_for(lock, std::chrono::duration<double>(seconds),
+                       [&] { return client.Stats().points_spooled > 0; });
+  }
 };
 
 TEST_F(ClientTest, DeliversOverGrpcWithMetadataAndFinish) {
@@ -171,11 +234,11 @@ TEST_F(ClientTest, DeliversOverHttp) {
 }
 
 TEST_F(ClientTest, ServerDownAtStartThenRestartedMidRunEveryPointArrivesOnce) {
+  SpoolWatch spooled;
   Client client(Options());
   auto run = client.StartRun(Quiet("outage"));
   LogSteps(*run, 0, 2000);  // nobody listening
-  // sleep-ok: a real server and SDK threads on the system clock (no Clock in the SDK)
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ASSERT_TRUE(spooled.AwaitSpooled(client)) << "the client cut no batch to its spool";
   EXPECT_FALSE(client.Stats().connected);
   EXPECT_GT(client.Stats().points_spooled, 0u);
   StartServer();
@@ -183,8 +246,8 @@ TEST_F(ClientTest, ServerDownAtStartThenRestartedMidRunEveryPointArrivesOnce) {
   ASSERT_TRUE(client.Flush(20));
   StopServer();  // a restart in the middle of the run
   LogSteps(*run, 4000, 6000);
-  // sleep-ok: a real server and SDK threads on the system clock (no Clock in the SDK)
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // The client noticed this second outage (it warns once per outage), so the restart reconnects.
+  ASSERT_TRUE(AwaitWarnings(WarningKind::kServerUnreachable, 2));
   StartServer();
   LogSteps(*run, 6000, 8000);
   ASSERT_TRUE(client.Flush(20));
@@ -242,8 +305,8 @@ TEST_F(ClientTest, ExitWhileTheServerIsAwayLeavesASpoolThatSyncDelivers) {
     spool = client.spool_path();
     auto run = client.StartRun(Quiet("left"));
     LogSteps(*run, 0, 1000);
-    // sleep-ok: a real server and SDK threads on the system clock (no Clock in the SDK)
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    // A connection attempt failed: the client knows the server is away.
+    ASSERT_TRUE(AwaitWarnings(WarningKind::kServerUnreachable, 1));
     closing = std::chrono::steady_clock::now();
   }
   // With the server known to be away, closing waits for one more connection attempt, not for the
@@ -282,8 +345,8 @@ TEST_F(ClientTest, SystemMetricsIncludeFakeGpus) {
   r.nvml_library = FAKE_NVML_PATH;
   auto run = client.StartRun(r);
   LogSteps(*run, 0, 3);
-  // sleep-ok: a real server and SDK threads on the system clock (no Clock in the SDK)
-  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  ASSERT_TRUE(AwaitCommitted([&] { return SeriesSize("sys", "system/gpu/1/utilization_percent") >= 2; }))
+      << "fewer than two system samples arrived";
   run->Finish();
   ASSERT_TRUE(client.Flush(20));
   auto util = Read("sys", "system/gpu/1/utilization_percent");
@@ -301,17 +364,15 @@ TEST_F(ClientTest, HeartbeatsStopWhenTheRunIsDroppedAndTheServerMarksItCrashed) 
   {
     auto run = client.StartRun(Quiet("dead"));
     LogSteps(*run, 0, 10);
-    // sleep-ok: a real server and SDK threads on the system clock (no Clock in the SDK)
-    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    ASSERT_TRUE(AwaitCommitted([&] {
+      auto info = server_->engine().GetRun("p", "dead");
+      return info.has_value() && info->heartbeat_interval > 0;
+    })) << "no heartbeat arrived";
     ASSERT_TRUE(client.Flush(20));
     EXPECT_EQ(server_->engine().GetRun("p", "dead")->status, storage::RunStatus::kRunning);
   }  // dropped without Finish: heartbeats stop
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (server_->engine().GetRun("p", "dead")->status != storage::RunStatus::kCrashed &&
-         std::chrono::steady_clock::now() < deadline) {
-    // sleep-ok: a real server and SDK threads on the system clock (no Clock in the SDK)
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  // The server's liveness sweep writes the "crashed" status like any other write.
+  AwaitCommitted([&] { return server_->engine().GetRun("p", "dead")->status == storage::RunStatus::kCrashed; }, 10);
   EXPECT_EQ(server_->engine().GetRun("p", "dead")->status, storage::RunStatus::kCrashed);
 }
 
