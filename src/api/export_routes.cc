@@ -115,12 +115,7 @@ void HandleExport(ApiContext& ctx, HttpRequest&& req, Responder respond) {
 }  // namespace
 
 void RegisterExportRoutes(HttpServer& server, ApiContext& ctx) {
-  // An export reads the whole run from the store: off the I/O threads.
-  RouteOptions reads;
-  reads.offload = true;
-  server.Route("GET", "/api/v1/export", [&ctx](HttpRequest&& req, Responder respond) {
-    HandleExport(ctx, std::move(req), std::move(respond));
-  }, reads);
+  RouteStoreRead(server, ctx, "/api/v1/export", HandleExport);
 }
 
 }  // namespace trainwatch::api

@@ -165,20 +165,9 @@ void HandleBlob(ApiContext& ctx, HttpRequest&& req, Responder respond) {
 }  // namespace
 
 void RegisterMediaRoutes(HttpServer& server, ApiContext& ctx) {
-  // Every read here may touch the store on disk: off the I/O threads.
-  RouteOptions reads;
-  reads.offload = true;
-  server.Route("GET", "/api/v1/images", [&ctx](HttpRequest&& req, Responder respond) {
-    HandleImages(ctx, std::move(req), std::move(respond));
-  }, reads);
-  server.Route("GET", "/api/v1/texts", [&ctx](HttpRequest&& req, Responder respond) {
-    HandleTexts(ctx, std::move(req), std::move(respond));
-  }, reads);
-  for (const char* method : {"GET", "HEAD"}) {
-    server.RoutePrefix(method, kBlobPrefix, [&ctx](HttpRequest&& req, Responder respond) {
-      HandleBlob(ctx, std::move(req), std::move(respond));
-    }, reads);
-  }
+  RouteStoreRead(server, ctx, "/api/v1/images", HandleImages);
+  RouteStoreRead(server, ctx, "/api/v1/texts", HandleTexts);
+  for (const char* method : {"GET", "HEAD"}) RouteStoreReadPrefix(server, ctx, method, kBlobPrefix, HandleBlob);
 }
 
 }  // namespace trainwatch::api

@@ -31,4 +31,27 @@ bool RequireRun(ApiContext& ctx, const HttpRequest& req, const Responder& respon
   return true;
 }
 
+namespace {
+
+RouteOptions Offloaded() {
+  RouteOptions options;
+  options.offload = true;
+  return options;
+}
+
+}  // namespace
+
+void RouteStoreRead(HttpServer& server, ApiContext& ctx, const std::string& path, StoreRead read) {
+  server.Route("GET", path, [&ctx, read](HttpRequest&& req, Responder respond) {
+    read(ctx, std::move(req), std::move(respond));
+  }, Offloaded());
+}
+
+void RouteStoreReadPrefix(HttpServer& server, ApiContext& ctx, const std::string& method, const std::string& prefix,
+                          StoreRead read) {
+  server.RoutePrefix(method, prefix, [&ctx, read](HttpRequest&& req, Responder respond) {
+    read(ctx, std::move(req), std::move(respond));
+  }, Offloaded());
+}
+
 }  // namespace trainwatch::api

@@ -55,6 +55,14 @@ inline void RegisterRoutes(HttpServer& server, ApiContext& ctx) {
   server.WebSocket("/api/v1/live", ctx.live.Handler());
 }
 
+// A handler that reads the store (chunks, media, blobs, run search).
+using StoreRead = void (*)(ApiContext&, HttpRequest&&, Responder);
+// Registers `read` for GET (or a prefix, for `prefix`) on the query threads, never the I/O threads
+// (RouteOptions::offload): a slow read holds up no other connection.
+void RouteStoreRead(HttpServer& server, ApiContext& ctx, const std::string& path, StoreRead read);
+void RouteStoreReadPrefix(HttpServer& server, ApiContext& ctx, const std::string& method, const std::string& prefix,
+                          StoreRead read);
+
 // Maps a Status to an HTTP status code.
 int HttpStatusOf(const Status& status);
 

@@ -74,14 +74,8 @@ void HandleGraph(ApiContext& ctx, HttpRequest&& req, Responder respond) {
 }  // namespace
 
 void RegisterRunDataRoutes(HttpServer& server, ApiContext& ctx) {
-  RouteOptions reads;
-  reads.offload = true;  // chunk reads: off the I/O threads
-  server.Route("GET", "/api/v1/histograms", [&ctx](HttpRequest&& req, Responder respond) {
-    HandleHistograms(ctx, std::move(req), std::move(respond));
-  }, reads);
-  server.Route("GET", "/api/v1/graph", [&ctx](HttpRequest&& req, Responder respond) {
-    HandleGraph(ctx, std::move(req), std::move(respond));
-  }, reads);
+  RouteStoreRead(server, ctx, "/api/v1/histograms", HandleHistograms);
+  RouteStoreRead(server, ctx, "/api/v1/graph", HandleGraph);
 }
 
 }  // namespace trainwatch::api

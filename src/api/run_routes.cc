@@ -157,17 +157,9 @@ void HandleMetrics(ApiContext& ctx, HttpRequest&& req, Responder respond) {
 }  // namespace
 
 void RegisterRunRoutes(HttpServer& server, ApiContext& ctx) {
-  // Every query reads the store (chunks from disk, run search over every run): off the I/O threads.
-  RouteOptions reads;
-  reads.offload = true;
-  auto add = [&](const char* path, void (*fn)(ApiContext&, HttpRequest&&, Responder)) {
-    server.Route("GET", path, [&ctx, fn](HttpRequest&& req, Responder respond) {
-      fn(ctx, std::move(req), std::move(respond));
-    }, reads);
-  };
-  add("/api/v1/runs", HandleRuns);
-  add("/api/v1/run", HandleRun);
-  add("/api/v1/metrics", HandleMetrics);
+  RouteStoreRead(server, ctx, "/api/v1/runs", HandleRuns);
+  RouteStoreRead(server, ctx, "/api/v1/run", HandleRun);
+  RouteStoreRead(server, ctx, "/api/v1/metrics", HandleMetrics);
 }
 
 }  // namespace trainwatch::api

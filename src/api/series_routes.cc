@@ -253,17 +253,9 @@ void HandleSuperseded(ApiContext& ctx, HttpRequest&& req, Responder respond) {
 }  // namespace
 
 void RegisterSeriesRoutes(HttpServer& server, ApiContext& ctx) {
-  // Every query reads the store (chunks from disk, run search over every run): off the I/O threads.
-  RouteOptions reads;
-  reads.offload = true;
-  auto add = [&](const char* path, void (*fn)(ApiContext&, HttpRequest&&, Responder)) {
-    server.Route("GET", path, [&ctx, fn](HttpRequest&& req, Responder respond) {
-      fn(ctx, std::move(req), std::move(respond));
-    }, reads);
-  };
-  add("/api/v1/series", HandleSeries);
-  add("/api/v1/series/batch", HandleSeriesBatch);
-  add("/api/v1/series/superseded", HandleSuperseded);
+  RouteStoreRead(server, ctx, "/api/v1/series", HandleSeries);
+  RouteStoreRead(server, ctx, "/api/v1/series/batch", HandleSeriesBatch);
+  RouteStoreRead(server, ctx, "/api/v1/series/superseded", HandleSuperseded);
 }
 
 }  // namespace trainwatch::api

@@ -15,6 +15,7 @@
 
 #include "common/file_system.h"
 #include "common/status.h"
+#include "common/tls_files.h"
 
 namespace boost::asio::ssl {
 class context;
@@ -22,12 +23,7 @@ class context;
 
 namespace trainwatch::api {
 
-struct TlsFiles {
-  std::string cert_file;       // PEM certificate chain, the server's own certificate first
-  std::string key_file;        // PEM private key of that certificate
-  std::string client_ca_file;  // PEM CA certificates clients must chain to; empty: none asked for
-  bool enabled() const { return !cert_file.empty(); }
-};
+using ::trainwatch::TlsFiles;
 
 // What a certificate in use says of itself (for logs and metrics; no secret in it).
 struct TlsCertificateInfo {

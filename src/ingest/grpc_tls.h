@@ -9,14 +9,10 @@
 #include <grpcpp/security/server_credentials.h>
 
 #include "common/status.h"
+#include "common/tls_files.h"
 
 namespace trainwatch::ingest {
 
-struct GrpcTlsFiles {
-  std::string cert_file;       // PEM certificate chain, the server's own certificate first
-  std::string key_file;        // PEM private key of that certificate
-  std::string client_ca_file;  // PEM CA bundle; non-empty: clients must present a certificate it signed
-};
 
 // How often gRPC looks at the files for a new certificate (and client CA). Replacing the files is
 // enough to rotate: within this many seconds new handshakes use the new pair. Rename complete files
@@ -24,10 +20,10 @@ struct GrpcTlsFiles {
 // refresh.
 inline constexpr unsigned kGrpcTlsRefreshSeconds = 2;
 
-// Checks the files once (readable, PEM, the key belongs to the certificate, the CA bundle holds a
-// certificate) — gRPC's watcher would only log a bad file — and returns TLS 1.2+ credentials backed
-// by a grpc::experimental::FileWatcherCertificateProvider. With a client CA, a client without a
-// certificate it signed fails the handshake (mutual TLS). InvalidArgument naming the file at fault.
-Result<std::shared_ptr<grpc::ServerCredentials>> GrpcTlsCredentials(const GrpcTlsFiles& files);
+// TLS 1.2+ credentials backed by a grpc::experimental::FileWatcherCertificateProvider. With a
+// client CA, a client without a certificate it signed fails the handshake (mutual TLS). The files
+// are not checked here (gRPC's watcher would only log a bad one): the caller checks them first —
+// the server loads them through api::ServerTlsContext, which names the file at fault.
+Result<std::shared_ptr<grpc::ServerCredentials>> GrpcTlsCredentials(const TlsFiles& files);
 
 }  // namespace trainwatch::ingest

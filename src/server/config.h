@@ -11,6 +11,7 @@
 #include "common/duration.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "common/tls_files.h"
 #include "ingest/limits.h"
 
 namespace trainwatch::server {
@@ -53,6 +54,7 @@ struct ServerConfig {
   std::string tls_key_file;
   std::string tls_client_ca_file;
   bool tls() const { return !tls_cert_file.empty(); }
+  TlsFiles tls_files() const { return {tls_cert_file, tls_key_file, tls_client_ca_file}; }
   ingest::IngestLimits limits;
   uint64_t checkpoint_log_bytes = 512ull << 20;
   double checkpoint_interval_seconds = 300;

@@ -246,8 +246,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
 
   // TLS files are checked (and a bad one named) before anything listens.
   if (config.tls()) {
-    TW_ASSIGN_OR_RETURN(p->tls, api::ServerTlsContext::Load(PosixFileSystem(), {config.tls_cert_file, config.tls_key_file,
-                                                                              config.tls_client_ca_file}));
+    TW_ASSIGN_OR_RETURN(p->tls, api::ServerTlsContext::Load(PosixFileSystem(), config.tls_files()));
   } else if (!config.listen.IsLoopback() || !config.grpc_listen.IsLoopback()) {
     log.Warn("serving plaintext beyond loopback: keys and data cross the network in clear text; "
              "use --tls-cert and --tls-key (docs/security.md)");
@@ -263,7 +262,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   }
   std::shared_ptr<grpc::ServerCredentials> grpc_credentials = grpc::InsecureServerCredentials();
   if (config.tls()) {  // the same certificate as HTTP, re-read when its files change (ingest/grpc_tls.h)
-    auto tls = ingest::GrpcTlsCredentials({config.tls_cert_file, config.tls_key_file, config.tls_client_ca_file});
+    auto tls = ingest::GrpcTlsCredentials(config.tls_files());
     if (!tls.ok()) return tls.status().WithContext("gRPC TLS");
     grpc_credentials = std::move(tls).value();
   }
