@@ -8,9 +8,11 @@ nothing else is handed them while no server listens.
 """
 import json
 import os
+import queue
 import re
 import signal
 import subprocess
+import threading
 import time
 
 from .client import http, loads, query_string, tls_client_context
@@ -91,9 +93,28 @@ class Server:
         err_path = os.path.join(self.workdir, "stderr.%d.log" % self.starts)
         self._stdout_path = os.path.join(self.workdir, "stdout.%d.log" % self.starts)
         self.log_paths.append(err_path)
-        with open(err_path, "wb") as err, open(self._stdout_path, "wb") as out:
-            self.proc = subprocess.Popen(self.command(), stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+        with open(err_path, "wb") as err:
+            self.proc = subprocess.Popen(self.command(), stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL)
+        # The serving line is the event a start waits for: a thread copies stdout to its file and
+        # hands over the ports once the line has come (or None when the process ends without it).
+        self._serving = queue.Queue(maxsize=1)
+        threading.Thread(target=self._copy_stdout, args=(self.proc.stdout, self._stdout_path, self._serving),
+                         daemon=True).start()
         return self.proc
+
+    @staticmethod
+    def _copy_stdout(pipe, path, serving):
+        told = False
+        with open(path, "wb") as out:
+            for line in iter(pipe.readline, b""):
+                out.write(line)
+                out.flush()
+                ports = None if told else parse_serving_line(line.decode("utf-8", "replace"))
+                if ports:
+                    serving.put(ports)
+                    told = True
+        if not told:
+            serving.put(None)
 
     def start(self, timeout=30):
         """Starts, reads the bound ports and waits for /healthz.
@@ -114,34 +135,26 @@ class Server:
             if not retry or time.monotonic() > deadline:
                 self.stop()
                 raise RuntimeError("trainwatch did not come up (rc=%s):\n%s" % (rc, self.tail()))
-            time.sleep(0.2)  # sleep-ok: a pause before starting again on ports a dead process held
 
     def wait_serving(self, deadline):
-        """Polls the process's stdout for the serving line; sets port and grpc_port from it. False
-        when the process exits first or the deadline passes."""
-        while time.monotonic() < deadline:
-            exited = self.proc.poll() is not None
-            with open(self._stdout_path, "rb") as f:
-                ports = parse_serving_line(f.read().decode("utf-8", "replace"))
-            if ports:
-                self.port, self.grpc_port = ports
-                return True
-            if exited:
-                return False
-            time.sleep(0.02)  # sleep-ok: polls a condition
-        return False
+        """Waits for the serving line on the process's stdout; sets port and grpc_port from it.
+        False when the process ends without it (or, as a hang guard, at the deadline)."""
+        try:
+            ports = self._serving.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            return False
+        if not ports:
+            return False
+        self.port, self.grpc_port = ports
+        return True
 
     def wait_healthy(self, deadline):
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                return False
-            try:
-                if http("GET", self.url + "/healthz", timeout=2, context=self.ssl_context).status == 200:
-                    return True
-            except OSError:
-                pass
-            time.sleep(0.02)  # sleep-ok: polls a condition
-        return False
+        """The server prints its serving line once it listens: one request answers."""
+        try:
+            return http("GET", self.url + "/healthz", timeout=max(1.0, deadline - time.monotonic()),
+                        context=self.ssl_context).status == 200
+        except OSError:
+            return False
 
     def kill9(self):
         """SIGKILL and reap: the crash the durability tests simulate. The ports stay held."""

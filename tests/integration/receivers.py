@@ -23,6 +23,7 @@ import pytest
 
 from conftest import PortHold, loads
 from conftest import http as http_request
+from harness import wait_until
 
 ALERTMANAGER_BIN = "/usr/bin/prometheus-alertmanager"
 
@@ -436,18 +437,19 @@ class Alertmanager:
                  "--web.listen-address=127.0.0.1:%d" % self.port, "--cluster.listen-address=",
                  "--log.level=debug"],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        def ready():
             if self.proc.poll() is not None:
                 raise RuntimeError("alertmanager exited (rc=%s):\n%s" % (self.proc.returncode, self.tail()))
             try:
-                if http_request("GET", self.url + "/-/ready", timeout=1).status == 200:
-                    return self
+                return http_request("GET", self.url + "/-/ready", timeout=1).status == 200
             except OSError:
-                pass
-            time.sleep(0.05)  # sleep-ok: polls a condition
-        self.stop()
-        raise RuntimeError("alertmanager not ready within %ds:\n%s" % (timeout, self.tail()))
+                return False
+        try:
+            wait_until(ready, "alertmanager to be ready", timeout=timeout)
+        except AssertionError:
+            self.stop()
+            raise RuntimeError("alertmanager not ready within %ds:\n%s" % (timeout, self.tail()))
+        return self
 
     def stop(self):
         if self.proc and self.proc.poll() is None:
@@ -473,15 +475,16 @@ class Alertmanager:
 
     def wait_alerts(self, predicate, timeout=10, what="the expected alert list", **params):
         """Polls alerts(**params) until predicate(list) is true; returns the list."""
-        deadline = time.monotonic() + timeout
-        while True:
-            got = self.alerts(**params)
-            if predicate(got):
-                return got
-            if time.monotonic() > deadline:
-                raise AssertionError("alertmanager: no %s within %.1fs; /api/v2/alerts = %s\n%s"
-                                     % (what, timeout, json.dumps(got, indent=1)[:3000], self.tail()))
-            time.sleep(0.1)  # sleep-ok: polls a condition
+        seen = []
+
+        def matching():  # the list may be empty and still match: wrapped to be truthy
+            seen[:] = [self.alerts(**params)]
+            return (seen[0],) if predicate(seen[0]) else None
+        try:
+            return wait_until(matching, what, timeout=timeout)[0]
+        except AssertionError:
+            raise AssertionError("alertmanager: no %s within %.1fs; /api/v2/alerts = %s\n%s"
+                                 % (what, timeout, json.dumps(seen[0] if seen else None, indent=1)[:3000], self.tail()))
 
     def tail(self, lines=30):
         try:

@@ -113,16 +113,16 @@ def alerts(server, **params):
 
 def wait_alert(server, predicate, timeout=WAIT, what="the expected alert", **params):
     """Polls GET /api/v1/alerts (with params) until an alert satisfies predicate; returns it."""
-    deadline = time.monotonic() + timeout
-    while True:
-        listed = alerts(server, **params)
-        for a in listed:
-            if predicate(a):
-                return a
-        if time.monotonic() > deadline:
-            raise AssertionError("no %s in /api/v1/alerts?%s within %.1fs; listed:\n%s"
-                                 % (what, params, timeout, json.dumps(listed, indent=1)[:4000]))
-        time.sleep(0.05)  # sleep-ok: polls a condition
+    listed = []
+
+    def matching():
+        listed[:] = alerts(server, **params)
+        return next((a for a in listed if predicate(a)), None)
+    try:
+        return wait_until(matching, what, timeout=timeout)
+    except AssertionError:
+        raise AssertionError("no %s in /api/v1/alerts?%s within %.1fs; listed:\n%s"
+                             % (what, params, timeout, json.dumps(listed, indent=1)[:4000]))
 
 
 def verify_signature(req, secret=SECRET):
@@ -420,20 +420,14 @@ def test_sighup_applies_new_rules_and_keeps_rule_state(server_factory, receivers
     write_file(tmp_path, broken + webhook_receiver_yaml(hook, ["rule"]))
     server.proc.send_signal(signal.SIGHUP)
     expect = "%s:%d:" % (path, line_of(broken, "expr: acc <"))
-    deadline = time.monotonic() + WAIT
-    while expect not in server.stderr_text() and time.monotonic() < deadline:
-        time.sleep(0.05)  # sleep-ok: polls a condition
-    assert expect in server.stderr_text(), server.tail()
+    wait_until(lambda: expect in server.stderr_text(), "the reload error on stderr", timeout=WAIT)
     assert server.alive() and rule_names(server) == ["Slow"]
 
     # A good file: Slow unchanged, Fast added.
     fast = slow + "      - alert: Fast\n        expr: acc < 0.1\n"
     write_file(tmp_path, fast + webhook_receiver_yaml(hook, ["rule"]))
     server.proc.send_signal(signal.SIGHUP)
-    deadline = time.monotonic() + WAIT
-    while rule_names(server) != ["Slow", "Fast"] and time.monotonic() < deadline:
-        time.sleep(0.05)  # sleep-ok: polls a condition
-    assert rule_names(server) == ["Slow", "Fast"], server.tail()
+    wait_until(lambda: rule_names(server) == ["Slow", "Fast"], "rules Slow and Fast", timeout=WAIT)
 
     server.write_ok([{"project": "p", "run": "r1", "step": 7, "metrics": {"loss": 6.0, "acc": 0.05}}])
     assert wait_hook(hook, name="Fast", status="firing").json()["step"] == 7  # the new rule applies
@@ -506,10 +500,8 @@ def test_notification_survives_receiver_outage_and_kill9(server_factory, receive
     for run in runs:
         ids[run] = str(wait_alert(server, lambda a: a["status"] == "firing", run=run, kind="nan")["id"])
     # The outbox tried and failed (so the deliveries are really waiting in it).
-    deadline = time.monotonic() + WAIT
-    while server.metric_value("trainwatch_notifications_failed_total") < 1 and time.monotonic() < deadline:
-        time.sleep(0.05)  # sleep-ok: polls a condition
-    assert server.metric_value("trainwatch_notifications_failed_total") >= 1
+    wait_until(lambda: server.metric_value("trainwatch_notifications_failed_total") >= 1, "a failed delivery",
+               timeout=WAIT)
     assert server.metric_value("trainwatch_notifications_queued") >= len(runs)
 
     server.kill9()

@@ -17,6 +17,7 @@ import websocket
 
 from harness import ingest_pb
 from harness import png_decode
+from harness import wait_until
 from conftest import REPO
 
 SCHEMA_PATH = os.path.join(REPO, "schema", "api.schema.json")
@@ -59,12 +60,10 @@ def populated(module_server):
     r = s.post("/api/v1/runs/update", json.dumps({"tags": ["baseline"], "config": {"optim": {"lr": 3e-4}}}),
                params={"project": "schema", "run": "r1"})
     assert r.status == 200, r
-    deadline = time.time() + 10
-    while time.time() < deadline:
+    def both_alerted_one_resolved():
         alerts = get(s, "/api/v1/alerts", {"project": "schema"})["alerts"]
-        if {a["run"] for a in alerts} == {"r1", "r2"} and any(a["status"] == "resolved" for a in alerts):
-            break
-        time.sleep(0.05)  # sleep-ok: polls a condition
+        return {a["run"] for a in alerts} == {"r1", "r2"} and any(a["status"] == "resolved" for a in alerts)
+    wait_until(both_alerted_one_resolved, "alerts of r1 and r2, one resolved")
     return s
 
 

@@ -44,11 +44,12 @@ def batch_lines(writer, first_step):
 
 class Writer(threading.Thread):
     """Writes batches of increasing steps (and, when rewinding, sometimes jumps back to an older step with
-    new values); retries a batch until it gets a 200. `acked` lists acknowledged batches in order."""
+    new values); retries a batch until it gets a 200 — a failed try waits for `up`, which the test sets
+    once the server is back. `acked` lists acknowledged batches in order."""
 
-    def __init__(self, server, index, stop):
+    def __init__(self, server, index, stop, up):
         super().__init__(daemon=True)
-        self.server, self.index, self.stop = server, index, stop
+        self.server, self.index, self.stop, self.up = server, index, stop, up
         self.rng = random.Random(index)
         self.acked = []
         self.acked_steps = 0  # steps [0, acked_steps) acknowledged (append-only writers)
@@ -84,11 +85,11 @@ class Writer(threading.Thread):
                          headers={"Content-Type": "application/x-ndjson"})
             except OSError:  # refused, reset, timed out: not acknowledged
                 self.retries += 1
-                time.sleep(0.02)  # sleep-ok: retry backoff while the server is down
+                self.up.wait(timeout=120)
                 continue
-            if r.status >= 500:
+            if r.status >= 500:  # shutting down
                 self.retries += 1
-                time.sleep(0.02)  # sleep-ok: retry backoff while the server is down
+                self.up.wait(timeout=120)
                 continue
             assert r.status == 200, "writer %d batch at %d: %r" % (self.index, batch[0][0], r)
             result = r.json()
@@ -114,9 +115,9 @@ class Reader(threading.Thread):
     """Reads writer 0's series while everything goes on: every read must hold every step acknowledged
     before it began (a read never goes back in time), and a bucketed read must count the same points."""
 
-    def __init__(self, server, writer, stop):
+    def __init__(self, server, writer, stop, up):
         super().__init__(daemon=True)
-        self.server, self.writer, self.stop = server, writer, stop
+        self.server, self.writer, self.stop, self.up = server, writer, stop, up
         self.reads = 0
         self.problems = []
 
@@ -128,7 +129,7 @@ class Reader(threading.Thread):
                 b = self.server.get("/api/v1/series", {"project": "dur", "run": "writer0", "metric": "loss",
                                                        "buckets": "37", "from": "0", "to": str(acked)}, timeout=10)
             except OSError:
-                time.sleep(0.02)  # sleep-ok: retry backoff while the server is down
+                self.up.wait(timeout=120)  # the server is down: read again once it is back
                 continue
             if acked == 0:
                 continue  # the run may not exist yet
@@ -186,8 +187,10 @@ def expected_points(writer, first_steps):
 def test_acknowledged_writes_survive_kill9(server):
     rng = random.Random(1234)
     stop = threading.Event()
-    writers = [Writer(server, i, stop) for i in range(N_WRITERS)]
-    reader = Reader(server, writers[0], stop)
+    up = threading.Event()  # set while the server runs: failed requests wait for it
+    up.set()
+    writers = [Writer(server, i, stop, up) for i in range(N_WRITERS)]
+    reader = Reader(server, writers[0], stop, up)
     for w in writers + [reader]:
         w.start()
     start_logs = []
@@ -201,19 +204,24 @@ def test_acknowledged_writes_survive_kill9(server):
             # A random amount of traffic on this lifetime, then the crash lands mid-write.
             target = acked() + rng.randint(2, 40)
             wait_until(lambda: acked() >= target, "the writers to make progress")
+            # Each writer meets the stopped server once, then waits for it to be back: some of them
+            # must have met it before the next start.
+            target = retries() + rng.randint(1, N_WRITERS)
+            up.clear()
             if how == "kill9":
                 server.kill9()
             else:
                 assert server.terminate() == 0, "SIGTERM under load did not exit cleanly:\n" + server.tail()
-            target = retries() + rng.randint(1, 8)
             wait_until(lambda: retries() >= target, "the writers to meet the stopped server")
             server.start()
+            up.set()
             start_logs.append(server.stderr_text())
         # Every writer gets a batch through the last lifetime.
         after = [len(w.acked) for w in writers]
         wait_until(lambda: all(len(w.acked) > n for w, n in zip(writers, after)), "a batch from every writer")
     finally:
         stop.set()
+        up.set()
         for w in writers + [reader]:
             w.join(timeout=150)
     for w in writers:

@@ -24,6 +24,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 import tfevents_writer as tw  # noqa: E402
 
 from harness import ingest_pb  # noqa: E402
+from harness import wait_until  # noqa: E402
 
 FORMAT_DIR = os.path.join(REPO, "docs", "format")
 PYTHON = os.environ.get("TRAINWATCH_PYTHON", "/usr/bin/python3")
@@ -44,15 +45,8 @@ def doc_magic(name):
     return m.group(1).encode()
 
 
-def wait_until(what, probe, timeout=WAIT):
-    deadline = time.monotonic() + timeout
-    while True:
-        got = probe()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            pytest.fail("timed out waiting for %s" % what)
-        time.sleep(0.05)  # sleep-ok: polls a condition
+def wait_for(what, probe, timeout=WAIT):
+    return wait_until(probe, what, timeout=timeout)
 
 
 # --- the data directory after an alert that a down receiver could not take -------------------------------
@@ -83,12 +77,12 @@ def stopped_data_dir(tmp_path_factory, request):
         t0 = time.time() - 3600
         server.write_ok(healthy("r1", range(20), t0) + [
             '{"project": "p", "run": "r1", "step": 20, "time": %r, "metrics": {"loss": NaN}}' % (t0 + 10.0)])
-        alerts = wait_until("the NaN alert", lambda: server.get_json("/api/v1/alerts", {"run": "r1"})["alerts"])
+        alerts = wait_for("the NaN alert", lambda: server.get_json("/api/v1/alerts", {"run": "r1"})["alerts"])
         r = server.post("/api/v1/silences", json.dumps({"project": "p", "kind": "loss_spike", "run": "x*",
                                                          "duration": "1h", "comment": "format test"}))
         assert r.status in (200, 201), r
         silences = server.get_json("/api/v1/silences")["silences"]
-        wait_until("a failed delivery", lambda: server.metric_value("trainwatch_notifications_failed_total") >= 1)
+        wait_for("a failed delivery", lambda: server.metric_value("trainwatch_notifications_failed_total") >= 1)
     finally:
         server.stop()
     return {"dir": server.data_dir, "alerts": alerts, "silences": silences}
@@ -273,7 +267,7 @@ def test_watch_state_is_as_watch_state_md(tmp_path, request):
             except (OSError, ValueError):
                 return None
             return s if s.get("files") and s["files"][0]["offset"] == size else None
-        wait_until("the state file to reach the end of the event file", saved)
+        wait_for("the state file to reach the end of the event file", saved)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)

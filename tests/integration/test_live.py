@@ -7,6 +7,7 @@ import pytest
 import websocket
 
 from conftest import loads
+from harness import wait_until
 
 SERVER_ARGS = ()
 WAIT = 5.0  # seconds to wait for a message that should come
@@ -150,10 +151,8 @@ def test_closed_subscribers_are_forgotten(module_server):
     assert module_server.metric_value("trainwatch_live_subscribers") == before + 3
     for ws in sockets:
         ws.close()
-    deadline = time.monotonic() + WAIT
-    while module_server.metric_value("trainwatch_live_subscribers") != before and time.monotonic() < deadline:
-        time.sleep(0.05)  # sleep-ok: polls a condition
-    assert module_server.metric_value("trainwatch_live_subscribers") == before
+    wait_until(lambda: module_server.metric_value("trainwatch_live_subscribers") == before,
+               "the closed subscribers to be forgotten", timeout=WAIT)
     # Writes after the subscribers left still succeed.
     module_server.write_ok([{"project": "live", "run": "r7", "step": 1, "metrics": {"loss": 1}}])
 

@@ -1,6 +1,8 @@
 """Retention and the disk guard, on a real server process and the real data volume."""
 import time
 
+from harness import wait_until
+
 OLD = 1577836800.0  # 2020-01-01: far beyond any maximum age used here
 
 
@@ -20,12 +22,7 @@ def visible_count(server, project, run):
 
 
 def wait_for(predicate, seconds=20):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.2)  # sleep-ok: polls a condition
-    return False
+    return wait_until(predicate, "the retention pass", timeout=seconds)
 
 
 def test_max_age_deletes_old_sealed_data_of_that_project_only(server_factory):

@@ -210,13 +210,13 @@ def test_one_blob_per_content_and_deleting_a_run_frees_only_its_own(server, serv
     assert blob(server, unique) == sent["unique"]
 
     # The disk guard deletes finished and crashed runs once the volume is "full" and their last
-    # activity is old enough: here run "a" (finished over a second ago); "b" (crashed) has a point
-    # logged with a wall time a day ahead, so its last activity is not old enough and it stays.
+    # activity is older than --disk-guard-min-age (0 here): run "a", finished before the guard
+    # starts; "b" (crashed) has a point logged with a wall time a day ahead, so its last activity is
+    # still to come and it stays.
     ahead = '{"project": "rich", "run": "b", "step": 1000, "time": %f, "metrics": {"loss": 1.0}}' % (time.time() + 86400)
     assert server.write_ok([ahead])["points_accepted"] == 1
-    time.sleep(1.2)  # sleep-ok: run "a" must be older than --disk-guard-min-age in real time
     server.terminate()
-    guarded = server_factory("--disk-guard-percent", "0.01", "--disk-guard-min-age", "1s", data_dir=server.data_dir)
+    guarded = server_factory("--disk-guard-percent", "0.01", "--disk-guard-min-age", "0s", data_dir=server.data_dir)
     assert "run=a" in guarded.stderr_text(), guarded.tail()
     assert guarded.get("/api/v1/images", {"project": "rich", "run": "a"}).status == 404
     assert guarded.get(unique["url"]).status == 404, "no run refers to it any more"

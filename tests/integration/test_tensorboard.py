@@ -19,6 +19,7 @@ import time
 import pytest
 
 from conftest import BIN, loads
+from harness import wait_until
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tfevents"))
 import tfevents_reader  # noqa: E402
@@ -857,13 +858,8 @@ def test_export_of_an_unknown_run_fails_with_the_reason(module_server, tmp_path)
 def wait_for(what, probe, deadline_s=15.0):
     """Polls `probe` until it returns a truthy value; fails after a generous deadline."""
     t0 = time.monotonic()
-    while True:
-        got = probe()
-        if got:
-            return got, time.monotonic() - t0
-        if time.monotonic() - t0 > deadline_s:
-            pytest.fail("timed out waiting for %s" % what)
-        time.sleep(0.02)  # sleep-ok: polls a condition
+    got = wait_until(probe, what, timeout=deadline_s)
+    return got, time.monotonic() - t0  # printed for the curious, never asserted
 
 
 def spooled_bytes(spool):

@@ -16,6 +16,7 @@ import websocket
 
 from conftest import BIN, loads
 from tls_certs import TestCa
+from harness import wait_until
 
 WAIT = 30.0  # the longest a test waits for something that should happen
 
@@ -61,10 +62,7 @@ def replace(path, source):
 
 
 def wait_for(condition, what):
-    deadline = time.monotonic() + WAIT
-    while not condition():
-        assert time.monotonic() < deadline, "timed out waiting for " + what
-        time.sleep(0.05)  # sleep-ok: polls a condition
+    wait_until(condition, what, timeout=WAIT)
 
 
 def test_curl_with_the_test_ca_reads_and_writes_over_https(server_factory, ca, served):

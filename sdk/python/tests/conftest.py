@@ -20,7 +20,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 sys.path.insert(0, os.path.join(REPO, "tests"))  # the harness package
 
 import harness  # noqa: E402
-from harness import BIN  # noqa: E402,F401
+from harness import BIN, wait_until  # noqa: E402,F401
 from harness.fixtures import *  # noqa: E402,F401,F403 (fixtures and the report hook)
 
 
@@ -67,12 +67,16 @@ class Server(harness.Server):
 
     def wait_points(self, project, run, metric, count, timeout=20):
         """Polls until the series holds at least `count` points; returns them."""
-        deadline = time.monotonic() + timeout
-        while True:
-            points = self.points(project, run, metric)
-            if len(points) >= count or time.monotonic() > deadline:
-                return points
-            time.sleep(0.05)  # sleep-ok: polls a condition
+        points = []
+
+        def enough():
+            points[:] = self.points(project, run, metric)
+            return len(points) >= count
+        try:
+            wait_until(enough, "%d points of %s" % (count, metric), timeout=timeout)
+        except AssertionError:
+            pass  # the caller asserts on what arrived
+        return points
 
 
 @pytest.fixture(scope="session")
