@@ -18,6 +18,9 @@ pytest_failed() {
 # Every skipped test with its reason, listed again in the summary (scripts/skipped_tests.py).
 skipped="$BUILD_DIR/skipped-tests.txt"
 : > "$skipped"
+# The detection score lines (OK / FAIL / NOTE of tests/detect/score_sets.py), repeated in the summary.
+scores="$BUILD_DIR/detect-scores.txt"
+: > "$scores"
 mkdir -p "$BUILD_DIR/pytest-cache"  # each pytest run's output is kept beside its cache, for the list
 
 echo "== C++ tests do not sleep: they wait on events or a ManualClock (scripts/check_no_sleep.sh)"
@@ -34,7 +37,9 @@ echo "== anomaly detection on the labelled sets: dense dev set, real logs, caden
 for t in detect_devset detect_realkit detect_cadence_sweep; do
   if (cd "$BUILD_DIR" && ctest -N -R "^$t\$" | grep -q "$t"); then
     echo "-- $t"
-    (cd "$BUILD_DIR" && ctest -V -R "^$t\$" | sed -n 's/^[0-9]*: //p'; exit "${PIPESTATUS[0]}") || fail "$t"
+    (cd "$BUILD_DIR" && ctest -V -R "^$t\$" | sed -n 's/^[0-9]*: //p'; exit "${PIPESTATUS[0]}") | tee "$BUILD_DIR/$t.log" ||
+      fail "$t"
+    grep -E '^(OK|FAIL|NOTE|  every)' "$BUILD_DIR/$t.log" | sed "s/^/$t: /" >> "$scores"
   else
     echo "$t is not registered (its labelled set was not found at configure time)"; fail "$t"
   fi
@@ -59,6 +64,10 @@ PYTHONPATH="$(pwd)/$BUILD_DIR/python" TRAINWATCH_BIN="$(pwd)/$BUILD_DIR/bin/trai
   sdk/python/tests 2>&1 | tee "$cache.log" || fail "Python SDK tests: $(pytest_failed "$cache")"
 "$PYTHON" scripts/skipped_tests.py pytest "Python SDK tests" "$cache.log" >> "$skipped"
 
+if [ -s "$scores" ]; then
+  echo "== detection scores:"
+  cat "$scores"
+fi
 if [ -s "$skipped" ]; then
   echo "== skipped ($(wc -l < "$skipped")), each with its reason:"
   cat "$skipped"
