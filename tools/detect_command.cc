@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "alerting/run_monitor.h"
+#include "flags.h"
 #include "ingest/json_lines.h"
 #include "ingest/limits.h"
 #include "rules/rule_file.h"
@@ -19,17 +20,18 @@
 namespace trainwatch::tools {
 namespace {
 
-constexpr const char* kDetectUsage =
-    "usage: trainwatch detect [--rules FILE] [--resolved] FILE.jsonl...\n"
+constexpr const char* kDetectDescription =
     "Runs the server's anomaly detectors (docs/detectors.md) and alert rules (docs/rules.md) over\n"
-    "records in the /write JSON-lines format (the server's parser: a line /write refuses is refused here, with its\n"
+    "records in the /write JSON-lines format (the server's parser: a line /write refuses is "
+    "refused here, with its\n"
     "number and why), {\"project\":..,\"run\":..,\"step\":..,\"time\":..,\n"
-    "\"metrics\":{..}} (NaN, Infinity and -Infinity allowed), each run in file order, and prints one\n"
-    "JSON alert per line: {\"run\",\"kind\",\"metric\",\"step\",\"time\",\"value\",\"severity\",\"message\",\n"
-    "\"name\"} (kind \"rule\" and name the rule's alert for rule alerts). `stalled` uses the gaps between\n"
-    "record times.\n"
-    "  --rules FILE  the alerting file the server uses (detector settings and rules; receivers ignored)\n"
-    "  --resolved    also print when an incident clears (the same fields plus \"state\":\"resolved\")\n";
+    "\"metrics\":{..}} (NaN, Infinity and -Infinity allowed), each run in file order, and prints "
+    "one\n"
+    "JSON alert per line: "
+    "{\"run\",\"kind\",\"metric\",\"step\",\"time\",\"value\",\"severity\",\"message\",\n"
+    "\"name\"} (kind \"rule\" and name the rule's alert for rule alerts). `stalled` uses the gaps "
+    "between\n"
+    "record times.\n";
 
 // Files are read, and their whole lines handed to the server's /write parser, in blocks of this size.
 constexpr size_t kChunkBytes = 4 << 20;
@@ -40,27 +42,17 @@ int DetectCommand(const std::vector<std::string>& args) {
   std::vector<std::string> files;
   std::string rules_path;
   bool show_resolved = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--help" || a == "-h") {
-      std::fputs(kDetectUsage, stdout);
-      return 0;
-    }
-    if (a == "--resolved") {
-      show_resolved = true;
-    } else if (a == "--rules" && i + 1 < args.size()) {
-      rules_path = args[++i];
-    } else if (a.starts_with("--")) {
-      std::fprintf(stderr, "trainwatch detect: unknown flag %s\n%s", a.c_str(), kDetectUsage);
-      return 2;
-    } else {
-      files.push_back(a);
-    }
-  }
-  if (files.empty()) {
-    std::fputs(kDetectUsage, stderr);
-    return 2;
-  }
+  FlagSet set("detect", kDetectDescription);
+  set.AddPositionalList("FILE.jsonl", &files);
+  set.Add(StringFlag(
+      "--rules", "FILE",
+      "the alerting file the server uses (detector settings and rules; receivers ignored)",
+      &rules_path));
+  set.Add(
+      SwitchFlag("--resolved",
+                 "also print when an incident clears (the same fields plus \"state\":\"resolved\")",
+                 &show_resolved));
+  if (auto exit_code = ParseCommandLine(set, args)) return *exit_code;
   auto rule_set = rules::LoadRules(rules_path);
   if (!rule_set.ok()) {
     std::fprintf(stderr, "trainwatch detect: %s\n", rule_set.status().message().c_str());

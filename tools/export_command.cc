@@ -23,16 +23,14 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kExportUsage =
-    "usage: trainwatch export RUN --tfevents DIR [--project P] [--server URL] [--api-key KEY]\n"
+constexpr const char* kExportDescription =
     "Writes the run as a TensorBoard event file, "
     "DIR/events.out.tfevents.<unix>.<host>.trainwatch:\n"
     "scalars (the current timeline; values as float32 simple_value, TensorBoard's scalar type),\n"
     "histograms (histo), images (image; several of one tag and step as the v2 images tensor), "
     "text\n"
     "(the text plugin's tensor) and the model graph (graph_def). `tensorboard --logdir DIR` opens "
-    "it.\n"
-    "  --project, --server, --api-key, --tls-ca as for `trainwatch import`\n";
+    "it.\n";
 
 constexpr int64_t kHistogramPage = 100000;
 constexpr int64_t kMediaLimit = 100000;
@@ -336,34 +334,16 @@ class Exporter {
 }  // namespace
 
 int ExportCommand(const std::vector<std::string>& args) {
-  ServerFlags flags = DefaultServerFlags();
+  ServerFlags flags;
   std::string run;
   std::string dir;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    int exit_code = 0;
-    switch (ParseSharedFlag(args, &i, &flags, "export", kExportUsage, &exit_code)) {
-      case FlagParse::kConsumed:
-        continue;
-      case FlagParse::kExit:
-        return exit_code;
-      case FlagParse::kNotMine:
-        break;
-    }
-    if (a == "--tfevents" && i + 1 < args.size()) {
-      dir = args[++i];
-    } else if (run.empty() && !a.starts_with("-")) {
-      run = a;
-    } else {
-      std::fprintf(stderr, "trainwatch export: unexpected argument '%s'\n%s", a.c_str(),
-                   kExportUsage);
-      return 2;
-    }
-  }
-  if (run.empty() || dir.empty()) {
-    std::fputs(kExportUsage, stderr);
-    return 2;
-  }
+  FlagSet set("export", kExportDescription);
+  set.AddPositional("RUN", &run);
+  Flag tfevents = StringFlag("--tfevents", "DIR", "the directory to write the event file to", &dir);
+  tfevents.required = true;
+  set.Add(std::move(tfevents));
+  AddServerFlags(&set, &flags, /*with_project=*/true);
+  if (auto exit_code = ParseCommandLine(set, args)) return *exit_code;
   Exporter exporter(flags, run);
   if (Status s = exporter.Run(dir); !s.ok()) {
     std::fprintf(stderr, "trainwatch export: %s\n", s.message().c_str());

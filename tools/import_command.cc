@@ -16,9 +16,7 @@
 namespace trainwatch::tools {
 namespace {
 
-constexpr const char* kImportUsage =
-    "usage: trainwatch import LOGDIR [--project P] [--server URL] [--api-key KEY] [--timeout 10m] "
-    "[--json]\n"
+constexpr const char* kImportDescription =
     "Imports TensorBoard event files: every directory under LOGDIR holding files whose name "
     "contains\n"
     "'tfevents' becomes a run whose id is its path relative to LOGDIR (LOGDIR itself: its name).\n"
@@ -27,15 +25,7 @@ constexpr const char* kImportUsage =
     "marked finished, with the first and last event's times as start and end. Corrupt records are\n"
     "reported with file and offset and skipped; an incomplete last record (a file still being\n"
     "written) is left for `trainwatch watch`. Exits 1 if the server did not acknowledge "
-    "everything.\n"
-    "  --project P     (default: default)\n"
-    "  --server URL    (default: $TRAINWATCH_SERVER or http://127.0.0.1:8080)\n"
-    "  --api-key KEY   (default: $TRAINWATCH_API_KEY)\n"
-    "  --tls-ca FILE   PEM CA bundle that signed an https:// server's certificate (default: $TRAINWATCH_TLS_CA,\n"
-    "                  else the system's CAs)\n"
-    "  --timeout D     how long to wait for the server's acknowledgements at the end (default "
-    "10m)\n"
-    "  --json          print the summary as one JSON object\n";
+    "everything.\n";
 
 constexpr size_t kMaxPrintedMessages = 50;
 
@@ -88,42 +78,18 @@ Status SetRunTimes(HttpClient& http, const ServerFlags& flags, const RunReport& 
 }  // namespace
 
 int ImportCommand(const std::vector<std::string>& args) {
-  ServerFlags flags = DefaultServerFlags();
+  ServerFlags flags;
   std::string logdir;
   double timeout = 600;
   bool json_out = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    int exit_code = 0;
-    switch (ParseSharedFlag(args, &i, &flags, "import", kImportUsage, &exit_code)) {
-      case FlagParse::kConsumed:
-        continue;
-      case FlagParse::kExit:
-        return exit_code;
-      case FlagParse::kNotMine:
-        break;
-    }
-    if (a == "--json") {
-      json_out = true;
-    } else if (a == "--timeout" && i + 1 < args.size()) {
-      Result<double> d = ParseDuration(args[++i]);
-      if (!d.ok()) {
-        std::fprintf(stderr, "trainwatch import: --timeout: %s\n", d.status().message().c_str());
-        return 2;
-      }
-      timeout = *d;
-    } else if (logdir.empty() && !a.starts_with("-")) {
-      logdir = a;
-    } else {
-      std::fprintf(stderr, "trainwatch import: unexpected argument '%s'\n%s", a.c_str(),
-                   kImportUsage);
-      return 2;
-    }
-  }
-  if (logdir.empty()) {
-    std::fputs(kImportUsage, stderr);
-    return 2;
-  }
+  FlagSet set("import", kImportDescription);
+  set.AddPositional("LOGDIR", &logdir);
+  AddServerFlags(&set, &flags, /*with_project=*/true);
+  set.Add(DurationFlag(
+      "--timeout", "D",
+      "how long to wait for the server's acknowledgements at the end (default 10m)", &timeout));
+  set.Add(SwitchFlag("--json", "print the summary as one JSON object", &json_out));
+  if (auto exit_code = ParseCommandLine(set, args)) return *exit_code;
   Result<std::vector<LogdirRun>> runs = FindRuns(logdir);
   if (!runs.ok()) {
     std::fprintf(stderr, "trainwatch import: %s\n", runs.status().message().c_str());

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <mutex>
 
-#include "tls_policy.h"
+#include "trainwatch/key_policy.h"
 #include "trainwatch/v1/ingest.pb.h"
 
 namespace trainwatch::tools {
@@ -48,7 +48,9 @@ Result<HttpReply> HttpClient::Perform(std::string_view path, const std::string* 
   CURL* curl = static_cast<CURL*>(curl_);
   if (!curl) return Status::Internal("curl_easy_init failed");
   const std::string url = server_ + std::string(path);
-  TW_RETURN_IF_ERROR(sdk::CheckKeyNotInClear(api_key_, sdk::IsHttpsUrl(url), sdk::HostOfUrl(url), server_));
+  if (std::string refusal = KeyInClearRefusal(server_, api_key_); !refusal.empty()) {
+    return Status::PermissionDenied(std::move(refusal));
+  }
   HttpReply reply;
   curl_easy_reset(curl);
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());

@@ -1,6 +1,6 @@
 // The few HTTP calls `import`, `watch` and `export` make beside the SDK's own transport: run
 // metadata updates, run rewinds and the read API. libcurl; one connection kept alive. Like the SDK,
-// it never sends an API key in clear text to another machine (sdk/cpp/src/tls_policy.h): a key
+// it never sends an API key in clear text to another machine (trainwatch/key_policy.h): a key
 // and an http:// URL whose host is not loopback are refused before connecting.
 #pragma once
 

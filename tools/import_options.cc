@@ -7,36 +7,26 @@
 
 namespace trainwatch::tools {
 
-ServerFlags DefaultServerFlags() {
-  ServerFlags flags;
-  if (const char* s = std::getenv("TRAINWATCH_SERVER"); s && *s) flags.server = s;
-  if (const char* k = std::getenv("TRAINWATCH_API_KEY"); k && *k) flags.api_key = k;
-  if (const char* ca = std::getenv("TRAINWATCH_TLS_CA"); ca && *ca) flags.tls_ca_file = ca;
-  return flags;
-}
-
-FlagParse ParseSharedFlag(const std::vector<std::string>& args, size_t* i, ServerFlags* flags,
-                          std::string_view command, const char* usage, int* exit_code) {
-  const std::string& a = args[*i];
-  if (a == "--help" || a == "-h") {
-    std::fputs(usage, stdout);
-    *exit_code = 0;
-    return FlagParse::kExit;
-  }
-  std::string* target = a == "--project"   ? &flags->project
-                        : a == "--server"  ? &flags->server
-                        : a == "--api-key" ? &flags->api_key
-                        : a == "--tls-ca"  ? &flags->tls_ca_file
-                                           : nullptr;
-  if (!target) return FlagParse::kNotMine;
-  if (*i + 1 >= args.size()) {
-    std::fprintf(stderr, "trainwatch %.*s: %s needs a value\n%s", static_cast<int>(command.size()), command.data(),
-                 a.c_str(), usage);
-    *exit_code = 2;
-    return FlagParse::kExit;
-  }
-  *target = args[++*i];
-  return FlagParse::kConsumed;
+void AddServerFlags(FlagSet* set, ServerFlags* flags, bool with_project) {
+  if (with_project)
+    set->Add(StringFlag("--project", "P", "the project (default: " + flags->project + ")",
+                        &flags->project));
+  Flag server =
+      StringFlag("--server", "URL",
+                 "the server's HTTP(S) URL" +
+                     (flags->server.empty() ? std::string() : " (default: " + flags->server + ")"),
+                 &flags->server);
+  server.env = "TRAINWATCH_SERVER";
+  set->Add(std::move(server));
+  Flag api_key = StringFlag("--api-key", "KEY", "the API key the server asks for", &flags->api_key);
+  api_key.env = "TRAINWATCH_API_KEY";
+  set->Add(std::move(api_key));
+  Flag tls_ca = StringFlag(
+      "--tls-ca", "FILE",
+      "PEM CA bundle that signed an https:// server's certificate\n(default: the system's CAs)",
+      &flags->tls_ca_file);
+  tls_ca.env = "TRAINWATCH_TLS_CA";
+  set->Add(std::move(tls_ca));
 }
 
 ClientOptions ReplayClientOptions(const ServerFlags& flags,

@@ -1,4 +1,5 @@
-// Flags and client settings shared by `trainwatch import`, `watch` and `export`.
+// Flags and client settings shared by the commands that talk to a server (`trainwatch import`,
+// `watch`, `export`, `sync`, `keys`, `audit`).
 #pragma once
 
 #include <functional>
@@ -6,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "flags.h"
 #include "import_run_sink.h"
 #include "trainwatch/client.h"
 
@@ -18,14 +20,10 @@ struct ServerFlags {
   std::string tls_ca_file;                       // --tls-ca: CA of an https:// server; $TRAINWATCH_TLS_CA when set
 };
 
-ServerFlags DefaultServerFlags();
-
-enum class FlagParse { kNotMine, kConsumed, kExit };
-// Consumes args[*i] when it is a flag the three commands share: --project, --server, --api-key,
-// --tls-ca (and its value, advancing *i) or --help/-h. kExit: the command returns *exit_code now — 0 after printing
-// `usage` for --help, 2 after saying on stderr which flag of `command` lacks its value.
-FlagParse ParseSharedFlag(const std::vector<std::string>& args, size_t* i, ServerFlags* flags,
-                          std::string_view command, const char* usage, int* exit_code);
+// Adds the flags of the server a command talks to: --server, --api-key and --tls-ca, whose
+// defaults are $TRAINWATCH_SERVER, $TRAINWATCH_API_KEY and $TRAINWATCH_TLS_CA when set, else what
+// *flags holds (the usage shows it); --project too when `with_project`.
+void AddServerFlags(FlagSet* set, ServerFlags* flags, bool with_project);
 
 // SDK settings for replaying event files: no heartbeats (stopping `watch` must not mark runs
 // crashed), Log() blocks rather than drop when the server falls behind, large in-memory queues

@@ -2,7 +2,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-
 #include <nlohmann/json.hpp>
 
 #include "auth/audit_log.h"
@@ -11,60 +10,84 @@
 #include "common/duration.h"
 #include "common/file_system.h"
 #include "common/json.h"
+#include "flags.h"
 #include "import_export_http.h"
+#include "import_options.h"
 #include "notify/notification.h"
 #include "server/data_dir_lock.h"
 
 namespace trainwatch::tools {
 namespace {
 
-constexpr const char* kUsage =
-    "usage: trainwatch keys create --name NAME [--scope read|write|admin] [--project P]... [--expires 30d]\n"
+constexpr const char* kKeysSynopsis =
+    "usage: trainwatch keys create --name NAME [--scope read|write|admin] [--project P]... "
+    "[--expires 30d]\n"
     "                              [--allow-from CIDR[,CIDR...]]\n"
     "       trainwatch keys list\n"
-    "       trainwatch keys revoke NAME\n"
-    "where: --server URL --api-key ADMIN_KEY (a running server; TRAINWATCH_SERVER, TRAINWATCH_API_KEY)\n"
-    "       [--tls-ca FILE] (the CA of an https:// server; TRAINWATCH_TLS_CA)\n"
+    "       trainwatch keys revoke NAME\n";
+constexpr const char* kKeysDescription =
+    "where: --server URL --api-key ADMIN_KEY (a running server) [--tls-ca FILE] (the CA of an "
+    "https:// server)\n"
     "   or: --data-dir DIR (a stopped server's data directory)\n"
     "create prints the new key once; only its hash is kept.\n";
 
+// keys and audit have no default server (--server or --data-dir) and no default project.
+ServerFlags NoDefaults() {
+  ServerFlags link;
+  link.project.clear();
+  link.server.clear();
+  return link;
+}
+
 struct KeysFlags {
-  std::string action, name, scope = "read", expires, server, api_key, data_dir, allow_from, tls_ca;
+  std::string action, name, scope = "read", expires, data_dir, allow_from;
+  std::string revoke_name;  // `keys revoke NAME`
   std::vector<std::string> projects;
+  ServerFlags link = NoDefaults();
 };
 
-Result<KeysFlags> ParseFlags(const std::vector<std::string>& args) {
-  KeysFlags f;
-  if (const char* s = std::getenv("TRAINWATCH_SERVER")) f.server = s;
-  if (const char* k = std::getenv("TRAINWATCH_API_KEY")) f.api_key = k;
-  if (args.empty()) return Status::InvalidArgument("missing action (create, list or revoke)");
-  f.action = args[0];
-  for (size_t i = 1; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    std::string* value = a == "--name" ? &f.name : a == "--scope" ? &f.scope : a == "--expires" ? &f.expires
-                       : a == "--server" ? &f.server : a == "--api-key" ? &f.api_key
-                       : a == "--data-dir" ? &f.data_dir : a == "--allow-from" ? &f.allow_from
-                       : a == "--tls-ca" ? &f.tls_ca : nullptr;
-    if (a == "--project") {
-      if (i + 1 >= args.size()) return Status::InvalidArgument("--project needs a value");
-      f.projects.push_back(args[++i]);
-    } else if (value) {
-      if (i + 1 >= args.size()) return Status::InvalidArgument(a + " needs a value");
-      *value = args[++i];
-    } else if (f.action == "revoke" && f.name.empty() && !a.starts_with("--")) {
-      f.name = a;
-    } else {
-      return Status::InvalidArgument("unknown argument '" + a + "'");
-    }
-  }
+// Where the keys are: a running server or a stopped server's data directory.
+void AddLocationFlags(FlagSet* set, ServerFlags* link, std::string* data_dir) {
+  AddServerFlags(set, link, /*with_project=*/false);
+  set->Add(StringFlag("--data-dir", "DIR", "a stopped server's data directory, instead of --server",
+                      data_dir));
+}
+
+void AddKeysFlags(FlagSet* set, KeysFlags* f) {
+  set->SetSynopsis(kKeysSynopsis);
+  set->AddPositional("ACTION", &f->action);
+  set->AddPositional("NAME", &f->revoke_name, /*required=*/false);
+  set->Add(StringFlag("--name", "NAME", "the key's name (create; revoke takes it as NAME too)",
+                      &f->name));
+  set->Add(StringFlag("--scope", "SCOPE", "read, write or admin (default read)", &f->scope));
+  set->Add(ListFlag("--project", "P",
+                    "a project the key may use; repeatable (default: every project)",
+                    &f->projects));
+  set->Add(StringFlag("--expires", "D",
+                      "the key expires after this long, e.g. 30d (default: never)", &f->expires));
+  set->Add(StringFlag("--allow-from", "CIDR[,CIDR...]",
+                      "networks the key may be used from (default: any)", &f->allow_from));
+  AddLocationFlags(set, &f->link, &f->data_dir);
+}
+
+// What the table cannot say: which action takes which argument, and that a place is needed.
+Status CheckKeysFlags(KeysFlags* flags) {
+  KeysFlags& f = *flags;
   if (f.action != "create" && f.action != "list" && f.action != "revoke") {
     return Status::InvalidArgument("unknown action '" + f.action + "'");
+  }
+  if (!f.revoke_name.empty()) {
+    if (f.action != "revoke" || !f.name.empty()) {
+      return Status::InvalidArgument("unexpected argument '" + f.revoke_name + "'");
+    }
+    f.name = f.revoke_name;
   }
   if ((f.action == "create" || f.action == "revoke") && f.name.empty()) {
     return Status::InvalidArgument(f.action + " needs a key name");
   }
-  if (f.data_dir.empty() && f.server.empty()) return Status::InvalidArgument("give --server URL or --data-dir DIR");
-  return f;
+  if (f.data_dir.empty() && f.link.server.empty())
+    return Status::InvalidArgument("give --server URL or --data-dir DIR");
+  return Status::Ok();
 }
 
 std::string FormatTime(double unix_seconds) {
@@ -131,7 +154,7 @@ Result<nlohmann::json> Answer(const Result<HttpReply>& reply, const std::string&
 
 // A running server, through its admin API.
 Status OnServer(const KeysFlags& f) {
-  HttpClient http(f.server, f.api_key, f.tls_ca);
+  HttpClient http(f.link.server, f.link.api_key, f.link.tls_ca_file);
   if (f.action == "list") {
     TW_ASSIGN_OR_RETURN(nlohmann::json doc, Answer(http.Get("/api/v1/keys"), "listing keys"));
     for (const nlohmann::json& k : doc["keys"]) {
@@ -154,10 +177,27 @@ Status OnServer(const KeysFlags& f) {
   return Status::Ok();
 }
 
-constexpr const char* kAuditUsage =
-    "usage: trainwatch audit [--key NAME] [--action PREFIX] [--failures] [--limit N]\n"
-    "where: --server URL --api-key ADMIN_KEY [--tls-ca FILE], or --data-dir DIR (a stopped server's)\n"
+constexpr const char* kAuditDescription =
+    "where: --server URL --api-key ADMIN_KEY [--tls-ca FILE], or --data-dir DIR (a stopped "
+    "server's)\n"
     "Prints the audit log, newest first: time, key, client address, action, target, outcome.\n";
+
+struct AuditFlags {
+  auth::AuditQuery query;
+  int64_t limit = 100;
+  std::string data_dir;
+  ServerFlags link = NoDefaults();
+};
+
+void AddAuditFlags(FlagSet* set, AuditFlags* f) {
+  set->Add(StringFlag("--key", "NAME", "only what this key did", &f->query.key));
+  set->Add(StringFlag("--action", "PREFIX",
+                      "only actions that start with PREFIX (keys., runs.delete, ...)",
+                      &f->query.action));
+  set->Add(SwitchFlag("--failures", "only refusals and failures", &f->query.failures_only));
+  set->Add(IntegerFlag("--limit", "N", "at most N entries (default 100)", &f->limit, 0));
+  AddLocationFlags(set, &f->link, &f->data_dir);
+}
 
 void PrintEntry(const auth::AuditEntry& e) {
   std::printf("%s  %-16s %-15s %-32s %-24s %d%s%s\n", FormatTime(e.time).c_str(), e.key.empty() ? "-" : e.key.c_str(),
@@ -165,24 +205,10 @@ void PrintEntry(const auth::AuditEntry& e) {
               e.detail.empty() ? "" : "  ", e.detail.c_str());
 }
 
-Status Audit(const std::vector<std::string>& args) {
-  std::string server, api_key, data_dir, tls_ca, limit = "100";
-  if (const char* s = std::getenv("TRAINWATCH_SERVER")) server = s;
-  if (const char* k = std::getenv("TRAINWATCH_API_KEY")) api_key = k;
-  auth::AuditQuery q;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--failures") {
-      q.failures_only = true;
-      continue;
-    }
-    std::string* value = a == "--server" ? &server : a == "--api-key" ? &api_key : a == "--data-dir" ? &data_dir
-                       : a == "--tls-ca" ? &tls_ca : a == "--key" ? &q.key : a == "--action" ? &q.action : a == "--limit" ? &limit : nullptr;
-    if (!value) return Status::InvalidArgument("unknown argument '" + a + "'");
-    if (i + 1 >= args.size()) return Status::InvalidArgument(a + " needs a value");
-    *value = args[++i];
-  }
-  q.limit = static_cast<size_t>(std::max(1L, std::atol(limit.c_str())));
+Status Audit(AuditFlags f) {
+  auth::AuditQuery& q = f.query;
+  q.limit = static_cast<size_t>(std::max<int64_t>(1, f.limit));
+  const std::string& data_dir = f.data_dir;
   if (!data_dir.empty()) {
     TW_ASSIGN_OR_RETURN(auto lock, server::DataDirLock::Acquire(data_dir));
     SystemClock clock;
@@ -192,8 +218,8 @@ Status Audit(const std::vector<std::string>& args) {
     for (const auth::AuditEntry& e : entries) PrintEntry(e);
     return Status::Ok();
   }
-  if (server.empty()) return Status::InvalidArgument("give --server URL or --data-dir DIR");
-  HttpClient http(server, api_key, tls_ca);
+  if (f.link.server.empty()) return Status::InvalidArgument("give --server URL or --data-dir DIR");
+  HttpClient http(f.link.server, f.link.api_key, f.link.tls_ca_file);
   std::string path = "/api/v1/audit?limit=" + std::to_string(q.limit) + (q.failures_only ? "&failures=1" : "");
   if (!q.key.empty()) path += "&key=" + UrlEncode(q.key);
   if (!q.action.empty()) path += "&action=" + UrlEncode(q.action);
@@ -208,34 +234,29 @@ Status Audit(const std::vector<std::string>& args) {
 }  // namespace
 
 int AuditCommand(const std::vector<std::string>& args) {
-  for (const std::string& a : args) {
-    if (a == "--help" || a == "-h") {
-      std::fputs(kAuditUsage, stdout);
-      return 0;
-    }
-  }
-  Status s = Audit(args);
+  AuditFlags flags;
+  FlagSet set("audit", kAuditDescription);
+  AddAuditFlags(&set, &flags);
+  if (auto exit_code = ParseCommandLine(set, args)) return *exit_code;
+  Status s = Audit(std::move(flags));
   if (!s.ok()) {
     std::fprintf(stderr, "trainwatch audit: %s\n%s", s.message().c_str(),
-                 s.code() == StatusCode::kInvalidArgument ? kAuditUsage : "");
+                 s.code() == StatusCode::kInvalidArgument ? set.Usage().c_str() : "");
     return s.code() == StatusCode::kInvalidArgument ? 2 : 1;
   }
   return 0;
 }
 
 int KeysCommand(const std::vector<std::string>& args) {
-  for (const std::string& a : args) {
-    if (a == "--help" || a == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-  }
-  Result<KeysFlags> flags = ParseFlags(args);
-  if (!flags.ok()) {
-    std::fprintf(stderr, "trainwatch keys: %s\n%s", flags.status().message().c_str(), kUsage);
+  KeysFlags flags;
+  FlagSet set("keys", kKeysDescription);
+  AddKeysFlags(&set, &flags);
+  if (auto exit_code = ParseCommandLine(set, args)) return *exit_code;
+  if (Status s = CheckKeysFlags(&flags); !s.ok()) {
+    std::fprintf(stderr, "trainwatch keys: %s\n%s", s.message().c_str(), set.Usage().c_str());
     return 2;
   }
-  Status s = flags->data_dir.empty() ? OnServer(*flags) : OnDataDir(*flags);
+  Status s = flags.data_dir.empty() ? OnServer(flags) : OnDataDir(flags);
   if (!s.ok()) {
     std::fprintf(stderr, "trainwatch keys: %s\n", s.message().c_str());
     return 1;

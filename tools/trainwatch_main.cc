@@ -13,12 +13,14 @@
 
 #include "detect_command.h"
 #include "export_command.h"
+#include "flags.h"
 #include "import_command.h"
+#include "import_options.h"
 #include "keys_command.h"
 #include "server/config.h"
 #include "server/server.h"
 #include "server/version.h"
-#include "spool_sync.h"
+#include "trainwatch/spool.h"
 #include "watch_command.h"
 
 namespace {
@@ -82,62 +84,39 @@ int Serve(const std::vector<std::string>& args) {
   return s.ok() ? 0 : 1;
 }
 
-constexpr const char* kSyncUsage =
-    "usage: trainwatch sync DIR [--server URL] [--api-key KEY] [--tls-ca FILE] [--timeout SECONDS]\n"
+constexpr const char* kSyncDescription =
     "Uploads what the SDK spooled: DIR is one writer's spool directory or a spool root\n"
-    "(default root ~/.cache/trainwatch/spool). Every batch keeps its writer id and sequence, so\n"
-    "syncing twice applies nothing twice. Delivered directories are removed.\n"
-    "  --server URL      the server's HTTP URL (default $TRAINWATCH_SERVER or http://127.0.0.1:8080)\n"
-    "  --api-key KEY     (default $TRAINWATCH_API_KEY)\n"
-    "  --tls-ca FILE     PEM CA bundle of an https:// server (default $TRAINWATCH_TLS_CA, else the system's)\n"
-    "  --timeout S       give up on a writer after S seconds (default 300)\n";
+    "(the SDK's default root is ~/.cache/trainwatch/spool). Every batch keeps its writer id and "
+    "sequence,\n"
+    "so syncing twice applies nothing twice. Delivered directories are removed.\n";
 
 int Sync(const std::vector<std::string>& args) {
   trainwatch::ClientOptions options;
-  if (const char* s = std::getenv("TRAINWATCH_SERVER"); s && *s) options.server = s;
-  if (const char* k = std::getenv("TRAINWATCH_API_KEY"); k && *k) options.api_key = k;
-  if (const char* ca = std::getenv("TRAINWATCH_TLS_CA"); ca && *ca) options.tls_ca_file = ca;
-  options.on_warning = [](trainwatch::WarningKind, const std::string& w) { std::fprintf(stderr, "trainwatch sync: %s\n", w.c_str()); };
   double timeout = 300;
   std::string dir;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> const std::string* { return i + 1 < args.size() ? &args[++i] : nullptr; };
-    if (a == "--help" || a == "-h") {
-      std::fputs(kSyncUsage, stdout);
-      return 0;
-    } else if (a == "--server" || a == "--api-key" || a == "--tls-ca" || a == "--timeout") {
-      const std::string* v = value();
-      if (!v) {
-        std::fprintf(stderr, "trainwatch sync: %s needs a value\n%s", a.c_str(), kSyncUsage);
-        return 2;
-      }
-      if (a == "--server") options.server = *v;
-      else if (a == "--api-key") options.api_key = *v;
-      else if (a == "--tls-ca") options.tls_ca_file = *v;
-      else timeout = std::atof(v->c_str());
-    } else if (dir.empty() && !a.starts_with("-")) {
-      dir = a;
-    } else {
-      std::fprintf(stderr, "trainwatch sync: unexpected argument '%s'\n%s", a.c_str(), kSyncUsage);
-      return 2;
-    }
-  }
-  if (dir.empty()) {
-    std::fputs(kSyncUsage, stderr);
-    return 2;
-  }
-  auto report = trainwatch::sdk::SyncSpool(dir, options, timeout,
-                                           [](const std::string& line) { std::printf("%s\n", line.c_str()); });
+  trainwatch::tools::FlagSet flags("sync", kSyncDescription);
+  flags.AddPositional("DIR", &dir);
+  trainwatch::tools::ServerFlags server;
+  trainwatch::tools::AddServerFlags(&flags, &server, /*with_project=*/false);
+  flags.Add(trainwatch::tools::DurationFlag(
+      "--timeout", "S", "give up on a writer after S seconds (default 300)", &timeout));
+  if (auto exit_code = trainwatch::tools::ParseCommandLine(flags, args)) return *exit_code;
+  options.server = server.server;
+  options.api_key = server.api_key;
+  options.tls_ca_file = server.tls_ca_file;
+  options.on_warning = [](trainwatch::WarningKind, const std::string& w) {
+    std::fprintf(stderr, "trainwatch sync: %s\n", w.c_str());
+  };
+  trainwatch::SpoolSyncReport report = trainwatch::SyncSpool(
+      dir, options, timeout, [](const std::string& line) { std::printf("%s\n", line.c_str()); });
   if (!report.ok()) {
-    std::fprintf(stderr, "trainwatch sync: %s\n", report.status().ToString().c_str());
+    std::fprintf(stderr, "trainwatch sync: %s\n", report.error.c_str());
     return 1;
   }
-  std::printf("%d of %d spool directories delivered (%llu points)\n", report->writers_complete, report->writers,
-              static_cast<unsigned long long>(report->points_acked));
-  return report->writers_complete == report->writers ? 0 : 1;
+  std::printf("%d of %d spool directories delivered (%llu points)\n", report.writers_complete,
+              report.writers, static_cast<unsigned long long>(report.points_acked));
+  return report.writers_complete == report.writers ? 0 : 1;
 }
-
 
 }  // namespace
 

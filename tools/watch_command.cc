@@ -26,19 +26,14 @@
 namespace trainwatch::tools {
 namespace {
 
-constexpr const char* kWatchUsage =
-    "usage: trainwatch watch LOGDIR [--project P] [--server URL] [--api-key KEY] [--state FILE] "
-    "[--interval 250ms]\n"
+constexpr const char* kWatchDescription =
     "Tails TensorBoard event files into the server as they are written: new run directories, new\n"
     "files and growing files, with anomaly detection and alerts on the fly. What was imported is\n"
     "remembered in a state file (per file: offset and identity, saved only once the server has\n"
     "acknowledged everything before the offset), so a restart continues where it stopped, without\n"
     "duplicates or gaps; a file replaced or truncated is read again from its start. "
     "SIGINT/SIGTERM\n"
-    "flush, save and exit. Runs stay 'running'.\n"
-    "  --state FILE    (default: $XDG_CACHE_HOME/trainwatch/watch/<hash>.json or ~/.cache/...)\n"
-    "  --interval D    how often to look for new data (default 250ms)\n"
-    "  --project, --server, --api-key, --tls-ca as for `trainwatch import`\n";
+    "flush, save and exit. Runs stay 'running'.\n";
 
 // The first bytes of a file, as its identity beyond the inode number.
 constexpr uint32_t kHeadBytes = 64;
@@ -315,43 +310,22 @@ class Watcher {
 }  // namespace
 
 int WatchCommand(const std::vector<std::string>& args) {
-  ServerFlags flags = DefaultServerFlags();
+  ServerFlags flags;
   std::string logdir;
   std::string state_path;
   double interval = 0.25;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    int exit_code = 0;
-    switch (ParseSharedFlag(args, &i, &flags, "watch", kWatchUsage, &exit_code)) {
-      case FlagParse::kConsumed:
-        continue;
-      case FlagParse::kExit:
-        return exit_code;
-      case FlagParse::kNotMine:
-        break;
-    }
-    if (a == "--state" && i + 1 < args.size()) {
-      state_path = args[++i];
-    } else if (a == "--interval" && i + 1 < args.size()) {
-      Result<double> d = ParseDuration(args[++i]);
-      if (!d.ok() || *d <= 0) {
-        std::fprintf(stderr, "trainwatch watch: --interval: %s\n",
-                     d.ok() ? "must be positive" : d.status().message().c_str());
-        return 2;
-      }
-      interval = *d;
-    } else if (logdir.empty() && !a.starts_with("-")) {
-      logdir = a;
-    } else {
-      std::fprintf(stderr, "trainwatch watch: unexpected argument '%s'\n%s", a.c_str(),
-                   kWatchUsage);
-      return 2;
-    }
-  }
-  if (logdir.empty()) {
-    std::fputs(kWatchUsage, stderr);
-    return 2;
-  }
+  FlagSet set("watch", kWatchDescription);
+  set.AddPositional("LOGDIR", &logdir);
+  AddServerFlags(&set, &flags, /*with_project=*/true);
+  set.Add(StringFlag(
+      "--state", "FILE",
+      "where the state is kept (default: $XDG_CACHE_HOME/trainwatch/watch/<hash>.json or\n"
+      "~/.cache/trainwatch/watch/<hash>.json)",
+      &state_path));
+  set.Add(DurationFlag("--interval", "D", "how often to look for new data (default 250ms)",
+                       &interval,
+                       /*positive=*/true));
+  if (auto exit_code = ParseCommandLine(set, args)) return *exit_code;
   std::error_code ec;
   if (!std::filesystem::is_directory(logdir, ec)) {
     std::fprintf(stderr, "trainwatch watch: %s is not a directory\n", logdir.c_str());
