@@ -1,0 +1,221 @@
+// Cluster-mode building blocks against a real 3-node NATS JetStream cluster (Debian's
+// nats-server, started by the test on 127.0.0.1): replicated streams with de-duplication across a
+// leader's death, key-value compare-and-set, and partition leases that expire.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "cluster/jetstream.h"
+#include "cluster/partition.h"
+#include "cluster/partition_leases.h"
+#include "cluster/testing/nats_cluster.h"
+#include "common/testing/temp_dir.h"
+
+namespace trainwatch::cluster {
+namespace {
+
+TEST(PartitionTest, StableAcrossVersionsAndSpread) {
+  // Pinned: every node of a cluster, whatever its version, must route a run to the same
+  // partition. Changing the hash needs a migration.
+  EXPECT_EQ(PartitionOf("default", "run-1", 16), PartitionOf("default", "run-1", 16));
+  EXPECT_EQ(PartitionOf("default", "run-1", 16), 14u);
+  EXPECT_EQ(PartitionOf("vision", "resnet50-seed3", 64), 45u);
+  EXPECT_NE(PartitionOf("ab", "c", 1 << 30), PartitionOf("a", "bc", 1 << 30));
+  EXPECT_EQ(PartitionOf("any", "run", 1), 0u);
+  std::map<uint32_t, int> count;
+  for (int i = 0; i < 16000; ++i) ++count[PartitionOf("p", "run-" + std::to_string(i), 16)];
+  ASSERT_EQ(count.size(), 16u);
+  for (const auto& [p, n] : count) EXPECT_NEAR(n, 1000, 150) << "partition " << p;
+  EXPECT_EQ(IngestSubject(3), "tw.ingest.p3");
+}
+
+class NatsClusterTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new ::trainwatch::test::TempDir();
+    auto cluster = test::NatsCluster::Start(3, dir_->path());
+    ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+    cluster_ = cluster->release();
+  }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    delete dir_;
+  }
+
+  static std::unique_ptr<JetStream> Connect() {
+    auto js = JetStream::Connect({.servers = cluster_->ClientUrls()});
+    EXPECT_TRUE(js.ok()) << js.status().ToString();
+    return js.ok() ? std::move(*js) : nullptr;
+  }
+
+  // A replicated stream is created only once the cluster has elected its metadata leader, which
+  // its servers do on their own a moment after they are ready: retried until then.
+  static Status EnsureStreamOnceClustered(JetStream& js, const StreamSpec& spec) {
+    Status s;
+    for (int attempt = 0; attempt < 30; ++attempt) {
+      s = js.EnsureStream(spec);
+      if (s.ok() || s.code() == StatusCode::kInvalidArgument) return s;
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));  // sleep-ok: raft election on nats-server's clock
+    }
+    return s;
+  }
+
+  static ::trainwatch::test::TempDir* dir_;
+  static test::NatsCluster* cluster_;
+};
+::trainwatch::test::TempDir* NatsClusterTest::dir_ = nullptr;
+test::NatsCluster* NatsClusterTest::cluster_ = nullptr;
+
+TEST_F(NatsClusterTest, ReplicatedStreamStoresARepublishedIdOnce) {
+  auto js = Connect();
+  ASSERT_NE(js, nullptr);
+  StreamSpec spec{.name = "TW_DEDUP", .subjects = {"tw.dedup.>"}, .replicas = 3};
+  ASSERT_TRUE(EnsureStreamOnceClustered(*js, spec).ok());
+  EXPECT_TRUE(js->EnsureStream(spec).ok()) << "an existing stream with the same settings is kept";
+  StreamSpec other = spec;
+  other.replicas = 1;
+  Status mismatch = js->EnsureStream(other);
+  EXPECT_EQ(mismatch.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(mismatch.message(), ::testing::HasSubstr("3 replicas"));
+
+  auto first = js->Publish("tw.dedup.a", "batch", "writer-1:1");
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_FALSE(first->duplicate);
+  auto again = js->Publish("tw.dedup.a", "batch", "writer-1:1");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_TRUE(again->duplicate);
+  EXPECT_EQ(again->sequence, first->sequence);
+  auto state = js->GetStreamState("TW_DEDUP");
+  ASSERT_TRUE(state.ok());
+  EXPECT_EQ(state->messages, 1u);
+  EXPECT_NE(cluster_->IndexOf(state->leader), -1) << "leader '" << state->leader << "'";
+}
+
+TEST_F(NatsClusterTest, KeyValueWritesAreCompareAndSet) {
+  auto js = Connect();
+  ASSERT_NE(js, nullptr);
+  Result<std::unique_ptr<KeyValue>> kv = Status::Unavailable("not opened");
+  for (int attempt = 0; attempt < 30 && !kv.ok(); ++attempt) {
+    kv = js->OpenKeyValue({.bucket = "tw_cas", .replicas = 3});
+    if (!kv.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(500));  // sleep-ok: raft election
+  }
+  ASSERT_TRUE(kv.ok()) << kv.status().ToString();
+  KeyValue& bucket = **kv;
+  EXPECT_EQ(bucket.Get("k").status().code(), StatusCode::kNotFound);
+  auto created = bucket.Create("k", "a");
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  EXPECT_EQ(bucket.Create("k", "b").status().code(), StatusCode::kAlreadyExists);
+  auto updated = bucket.Update("k", "c", *created);
+  ASSERT_TRUE(updated.ok()) << updated.status().ToString();
+  EXPECT_EQ(bucket.Update("k", "d", *created).status().code(), StatusCode::kAlreadyExists)
+      << "a write at a stale revision loses";
+  auto entry = bucket.Get("k");
+  ASSERT_TRUE(entry.ok());
+  EXPECT_EQ(entry->value, "c");
+  EXPECT_EQ(entry->revision, *updated);
+  ASSERT_TRUE(bucket.Delete("k").ok());
+  EXPECT_TRUE(bucket.Create("k", "e").ok()) << "a deleted key can be created again";
+}
+
+// Owner() reads from any replica, which may lag the latest write a moment: the owner `leases`
+// reports for `p` once it shows `expected` (or what it showed last).
+std::string OwnerOnceSettled(PartitionLeases& leases, uint32_t p, const std::string& expected) {
+  std::string owner;
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    owner = leases.Owner(p).value();
+    if (owner == expected) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // sleep-ok: replication on nats-server's clock
+  }
+  return owner;
+}
+
+TEST_F(NatsClusterTest, LeaseIsHeldWhileRenewedAndTakenOverOnceExpired) {
+  auto js = Connect();
+  ASSERT_NE(js, nullptr);
+  Result<std::unique_ptr<KeyValue>> kv = Status::Unavailable("not opened");
+  for (int attempt = 0; attempt < 30 && !kv.ok(); ++attempt) {
+    kv = js->OpenKeyValue({.bucket = "tw_leases_test", .replicas = 3, .ttl_ms = 1500});
+    if (!kv.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(500));  // sleep-ok: raft election
+  }
+  ASSERT_TRUE(kv.ok()) << kv.status().ToString();
+  PartitionLeases a(kv->get(), "node-a");
+  PartitionLeases b(kv->get(), "node-b");
+  ASSERT_TRUE(a.TryAcquire(0).value());
+  EXPECT_TRUE(a.TryAcquire(0).value()) << "acquiring a partition held is a no-op";
+  EXPECT_FALSE(b.TryAcquire(0).value());
+  EXPECT_EQ(OwnerOnceSettled(a, 0, "node-a"), "node-a");
+  ASSERT_TRUE(b.TryAcquire(1).value());
+  EXPECT_TRUE(a.Renew().value().empty());
+
+  // node-a stops renewing: its lease expires on the server, node-b's create then wins.
+  bool taken = false;
+  for (int attempt = 0; attempt < 100 && !taken; ++attempt) {
+    ASSERT_TRUE(b.Renew().value().empty()) << "node-b keeps renewing partition 1";
+    taken = b.TryAcquire(0).value();
+    if (!taken) std::this_thread::sleep_for(std::chrono::milliseconds(200));  // sleep-ok: TTL on the server's clock
+  }
+  ASSERT_TRUE(taken) << "partition 0 never expired";
+  EXPECT_EQ(OwnerOnceSettled(b, 0, "node-b"), "node-b");
+  auto lost = a.Renew();
+  ASSERT_TRUE(lost.ok());
+  EXPECT_THAT(*lost, ::testing::ElementsAre(0u)) << "node-a learns it lost partition 0";
+  EXPECT_TRUE(a.held().empty());
+
+  ASSERT_TRUE(b.Release(1).ok());
+  EXPECT_EQ(OwnerOnceSettled(b, 1, ""), "");
+  EXPECT_TRUE(a.TryAcquire(1).value()) << "a released partition is free at once";
+}
+
+// Publishes with ids m<i>, each retried with its id until acknowledged, while the stream's
+// leader is killed: every message is stored exactly once, and the cluster goes on with two
+// nodes and takes the killed one back.
+TEST_F(NatsClusterTest, AcknowledgedPublishesSurviveTheLeadersDeathExactlyOnce) {
+  auto js = Connect();
+  ASSERT_NE(js, nullptr);
+  ASSERT_TRUE(EnsureStreamOnceClustered(*js, {.name = "TW_FAILOVER", .subjects = {"tw.failover.>"}}).ok());
+  auto publish = [&](int i) {
+    const std::string id = "m" + std::to_string(i);
+    for (int attempt = 0; attempt < 150; ++attempt) {
+      // Unavailable while the connection fails over and the stream elects a leader (no leader
+      // answers: "no responders"): retried with the same id.
+      auto ack = js->Publish("tw.failover.x", "payload " + id, id);
+      if (ack.ok()) return true;
+      EXPECT_EQ(ack.status().code(), StatusCode::kUnavailable) << ack.status().ToString();
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));  // sleep-ok: raft election on nats-server's clock
+    }
+    return false;
+  };
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(publish(i)) << "m" << i;
+  auto state = js->GetStreamState("TW_FAILOVER");
+  ASSERT_TRUE(state.ok());
+  const int leader = cluster_->IndexOf(state->leader);
+  ASSERT_NE(leader, -1);
+  cluster_->Kill(leader);
+  for (int i = 100; i < 200; ++i) ASSERT_TRUE(publish(i)) << "m" << i;
+  // Re-sending ids already acknowledged before the kill stores nothing new.
+  for (int i = 90; i < 110; ++i) ASSERT_TRUE(publish(i));
+  state = js->GetStreamState("TW_FAILOVER");
+  ASSERT_TRUE(state.ok()) << state.status().ToString();
+  EXPECT_EQ(state->messages, 200u);
+  EXPECT_NE(state->leader, NatsClusterTest::cluster_->Name(leader));
+
+  ASSERT_TRUE(cluster_->Restart(leader).ok());
+  auto rejoined = JetStream::Connect({.servers = {cluster_->ClientUrl(leader)}});
+  ASSERT_TRUE(rejoined.ok()) << rejoined.status().ToString();
+  // The restarted server answers JetStream requests once it has rejoined the cluster's
+  // metadata group, a moment after it starts.
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    state = (*rejoined)->GetStreamState("TW_FAILOVER");
+    if (state.ok()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // sleep-ok: rejoining on nats-server's clock
+  }
+  ASSERT_TRUE(state.ok()) << state.status().ToString();
+  EXPECT_EQ(state->messages, 200u);
+}
+
+}  // namespace
+}  // namespace trainwatch::cluster

@@ -1,0 +1,50 @@
+// A JetStream key-value bucket: values with revisions, and the compare-and-set writes that
+// leases and ownership are built on (docs/cluster.md). Obtained from JetStream::OpenKeyValue.
+#pragma once
+
+#include <nats/nats.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+
+namespace trainwatch::cluster {
+
+struct KeyValueSpec {
+  std::string bucket;
+  int replicas = 3;
+  int64_t ttl_ms = 0;  // a key not written for this long is gone; 0: never
+};
+
+struct KeyValueEntry {
+  std::string value;
+  uint64_t revision = 0;
+};
+
+class KeyValue {
+ public:
+  explicit KeyValue(kvStore* kv) : kv_(kv) {}
+  ~KeyValue();
+  KeyValue(const KeyValue&) = delete;
+  KeyValue& operator=(const KeyValue&) = delete;
+
+  // NotFound when the key has no value (never written, deleted, or expired).
+  Result<KeyValueEntry> Get(std::string_view key);
+  // Writes only if the key has no value; AlreadyExists when it has one (another writer won).
+  // Returns the new revision.
+  Result<uint64_t> Create(std::string_view key, std::string_view value);
+  // Writes only if the key's revision is still `revision`; AlreadyExists when another write came
+  // in between (or the key expired). Returns the new revision.
+  Result<uint64_t> Update(std::string_view key, std::string_view value, uint64_t revision);
+  // Writes unconditionally. Returns the new revision.
+  Result<uint64_t> Put(std::string_view key, std::string_view value);
+  // Removes the key's value (a later Create succeeds).
+  Status Delete(std::string_view key);
+
+ private:
+  kvStore* kv_;
+};
+
+}  // namespace trainwatch::cluster
