@@ -5,8 +5,7 @@
 // token (?token=) instead, never the key.
 // Run: scripts/test_browser.sh [build-dir]
 import assert from 'node:assert/strict';
-import { browserSuite, byTestId, encodePng, poll } from './harness.mjs';
-import { writeRequest } from './protowire.mjs';
+import { browserSuite, byTestId, encodePng, poll, writeRequest } from './harness.mjs';
 
 const KEY = 'test-key-7f3a';
 const AUTH = { Authorization: `Bearer ${KEY}` };

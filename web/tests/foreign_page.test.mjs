@@ -9,8 +9,7 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before } from 'node:test';
-import { browserSuite, byTestId, encodePng, listenOnFreePort, poll } from './harness.mjs';
-import { writeRequest } from './protowire.mjs';
+import { browserSuite, byTestId, encodePng, listenOnFreePort, poll, writeRequest } from './harness.mjs';
 
 const KEY = 'test-key-f0re1gn';
 const AUTH = { Authorization: `Bearer ${KEY}` };

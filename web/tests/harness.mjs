@@ -14,7 +14,7 @@
 //   CHROMIUM              the browser (default /usr/bin/chromium)
 //   TRAINWATCH_WEB_DIST   development only: serve this built app (web/dist) from a small Node proxy
 //                         in front of the API, for a server binary that does not embed the app yet
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import http from 'node:http';
@@ -79,6 +79,36 @@ export function ndjson(records) {
     .map((r) => (typeof r === 'string' ? r : JSON.stringify(r, mark)
       .replace(/"\\u0000(NaN|Infinity|-Infinity)\\u0000"/g, '$1')))
     .join('\n') + '\n';
+}
+
+// The Python harness turns a WriteRequest's proto3 JSON into bytes with the classes protoc generates
+// from proto/trainwatch/v1/ingest.proto (tests/harness/ingest_pb.py): the one protobuf encoder of
+// the tests, so the browser tests need none of their own.
+const ENCODE_WRITE_REQUEST = `
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from google.protobuf import json_format
+from harness import ingest_pb
+request = json_format.ParseDict(json.load(sys.stdin), ingest_pb.load().WriteRequest())
+sys.stdout.buffer.write(request.SerializeToString())
+`;
+
+/**
+ * The protobuf body (`Content-Type: application/x-protobuf`) of a WriteRequest of one RunBatch:
+ * { project, run, histograms?: [{name, step, time, edges, counts}], images?: [{name, step, time,
+ * index, data (Buffer), caption}], texts?: [{name, step, time, value}] }. Histograms, images and
+ * texts can be written only as protobuf; points are simpler as JSON lines (ndjson).
+ */
+export function writeRequest(batch) {
+  const images = (batch.images ?? []).map((m) => ({ ...m, data: Buffer.from(m.data).toString('base64') }));
+  const json = JSON.stringify({ runs: [{ ...batch, ...(batch.images ? { images } : {}) }] });
+  const python = process.env.PYTHON || '/usr/bin/python3';
+  const done = spawnSync(python, ['-c', ENCODE_WRITE_REQUEST, path.join(REPO, 'tests')], { input: json });
+  if (done.error || done.status !== 0) {
+    throw new Error(`encoding a WriteRequest with ${python} and tests/harness/ingest_pb.py failed: ` +
+      `${done.error ?? done.stderr.toString()}`);
+  }
+  return done.stdout;
 }
 
 // ------------------------------------------------------------------------------------------------

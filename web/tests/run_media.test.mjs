@@ -2,8 +2,9 @@
 // against a real server; everything is written through POST /api/v1/write as protobuf (the only
 // form these take). Run: scripts/test_browser.sh [build-dir]
 import assert from 'node:assert/strict';
-import { browserSuite, byTestId, columnTops, encodePng, meanColor, poll, sleep, stableShot } from './harness.mjs';
-import { writeRequest } from './protowire.mjs';
+import {
+  browserSuite, byTestId, columnTops, encodePng, meanColor, poll, sleep, stableShot, writeRequest,
+} from './harness.mjs';
 
 const T0 = Math.floor(Date.now() / 1000) - 3600;
 const PROJECT = 'media';
