@@ -59,7 +59,8 @@ class NatsClusterTest : public ::testing::Test {
     for (int attempt = 0; attempt < 30; ++attempt) {
       s = js.EnsureStream(spec);
       if (s.ok() || s.code() == StatusCode::kInvalidArgument) return s;
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));  // sleep-ok: raft election on nats-server's clock
+      std::this_thread::sleep_for(
+          std::chrono::milliseconds(500));  // sleep-ok: raft election on nats-server's clock
     }
     return s;
   }
@@ -101,7 +102,8 @@ TEST_F(NatsClusterTest, KeyValueWritesAreCompareAndSet) {
   Result<std::unique_ptr<KeyValue>> kv = Status::Unavailable("not opened");
   for (int attempt = 0; attempt < 30 && !kv.ok(); ++attempt) {
     kv = js->OpenKeyValue({.bucket = "tw_cas", .replicas = 3});
-    if (!kv.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(500));  // sleep-ok: raft election
+    if (!kv.ok())
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));  // sleep-ok: raft election
   }
   ASSERT_TRUE(kv.ok()) << kv.status().ToString();
   KeyValue& bucket = **kv;
@@ -128,7 +130,8 @@ std::string OwnerOnceSettled(PartitionLeases& leases, uint32_t p, const std::str
   for (int attempt = 0; attempt < 50; ++attempt) {
     owner = leases.Owner(p).value();
     if (owner == expected) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // sleep-ok: replication on nats-server's clock
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(50));  // sleep-ok: replication on nats-server's clock
   }
   return owner;
 }
@@ -139,7 +142,8 @@ TEST_F(NatsClusterTest, LeaseIsHeldWhileRenewedAndTakenOverOnceExpired) {
   Result<std::unique_ptr<KeyValue>> kv = Status::Unavailable("not opened");
   for (int attempt = 0; attempt < 30 && !kv.ok(); ++attempt) {
     kv = js->OpenKeyValue({.bucket = "tw_leases_test", .replicas = 3, .ttl_ms = 1500});
-    if (!kv.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(500));  // sleep-ok: raft election
+    if (!kv.ok())
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));  // sleep-ok: raft election
   }
   ASSERT_TRUE(kv.ok()) << kv.status().ToString();
   PartitionLeases a(kv->get(), "node-a");
@@ -156,7 +160,9 @@ TEST_F(NatsClusterTest, LeaseIsHeldWhileRenewedAndTakenOverOnceExpired) {
   for (int attempt = 0; attempt < 100 && !taken; ++attempt) {
     ASSERT_TRUE(b.Renew().value().empty()) << "node-b keeps renewing partition 1";
     taken = b.TryAcquire(0).value();
-    if (!taken) std::this_thread::sleep_for(std::chrono::milliseconds(200));  // sleep-ok: TTL on the server's clock
+    if (!taken)
+      std::this_thread::sleep_for(
+          std::chrono::milliseconds(200));  // sleep-ok: TTL on the server's clock
   }
   ASSERT_TRUE(taken) << "partition 0 never expired";
   EXPECT_EQ(OwnerOnceSettled(b, 0, "node-b"), "node-b");
@@ -176,7 +182,8 @@ TEST_F(NatsClusterTest, LeaseIsHeldWhileRenewedAndTakenOverOnceExpired) {
 TEST_F(NatsClusterTest, AcknowledgedPublishesSurviveTheLeadersDeathExactlyOnce) {
   auto js = Connect();
   ASSERT_NE(js, nullptr);
-  ASSERT_TRUE(EnsureStreamOnceClustered(*js, {.name = "TW_FAILOVER", .subjects = {"tw.failover.>"}}).ok());
+  ASSERT_TRUE(
+      EnsureStreamOnceClustered(*js, {.name = "TW_FAILOVER", .subjects = {"tw.failover.>"}}).ok());
   auto publish = [&](int i) {
     const std::string id = "m" + std::to_string(i);
     for (int attempt = 0; attempt < 150; ++attempt) {
@@ -185,7 +192,8 @@ TEST_F(NatsClusterTest, AcknowledgedPublishesSurviveTheLeadersDeathExactlyOnce) 
       auto ack = js->Publish("tw.failover.x", "payload " + id, id);
       if (ack.ok()) return true;
       EXPECT_EQ(ack.status().code(), StatusCode::kUnavailable) << ack.status().ToString();
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));  // sleep-ok: raft election on nats-server's clock
+      std::this_thread::sleep_for(
+          std::chrono::milliseconds(100));  // sleep-ok: raft election on nats-server's clock
     }
     return false;
   };
@@ -211,7 +219,8 @@ TEST_F(NatsClusterTest, AcknowledgedPublishesSurviveTheLeadersDeathExactlyOnce) 
   for (int attempt = 0; attempt < 100; ++attempt) {
     state = (*rejoined)->GetStreamState("TW_FAILOVER");
     if (state.ok()) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // sleep-ok: rejoining on nats-server's clock
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(100));  // sleep-ok: rejoining on nats-server's clock
   }
   ASSERT_TRUE(state.ok()) << state.status().ToString();
   EXPECT_EQ(state->messages, 200u);

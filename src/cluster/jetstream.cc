@@ -30,7 +30,8 @@ std::vector<const char*> CStrings(const std::vector<std::string>& strings) {
 // Why an existing stream cannot serve as `spec` ("" when it can).
 std::string Difference(const jsStreamConfig& have, const StreamSpec& spec) {
   if (have.Replicas != spec.replicas) {
-    return "has " + std::to_string(have.Replicas) + " replicas, not " + std::to_string(spec.replicas);
+    return "has " + std::to_string(have.Replicas) + " replicas, not " +
+           std::to_string(spec.replicas);
   }
   std::vector<std::string> subjects(have.Subjects, have.Subjects + have.SubjectsLen);
   if (subjects != spec.subjects) return "has other subjects";
@@ -45,7 +46,8 @@ Result<std::unique_ptr<JetStream>> JetStream::Connect(const JetStreamOptions& op
   if (natsStatus s = natsOptions_Create(&raw); s != NATS_OK) return FromNats(s, "NATS options");
   std::unique_ptr<natsOptions, OptionsDeleter> opts(raw);
   std::vector<const char*> servers = CStrings(options.servers);
-  natsStatus s = natsOptions_SetServers(opts.get(), servers.data(), static_cast<int>(servers.size()));
+  natsStatus s =
+      natsOptions_SetServers(opts.get(), servers.data(), static_cast<int>(servers.size()));
   if (s == NATS_OK) s = natsOptions_SetName(opts.get(), options.connection_name.c_str());
   if (s == NATS_OK) s = natsOptions_SetTimeout(opts.get(), options.connect_timeout_ms);
   if (s == NATS_OK) s = natsOptions_SetMaxReconnect(opts.get(), -1);  // never give up
@@ -53,7 +55,8 @@ Result<std::unique_ptr<JetStream>> JetStream::Connect(const JetStreamOptions& op
   if (s != NATS_OK) return FromNats(s, "NATS options");
   natsConnection* connection = nullptr;
   if (s = natsConnection_Connect(&connection, opts.get()); s != NATS_OK) {
-    return FromNats(s, "connect to NATS (" + options.servers.front() + (servers.size() > 1 ? ", ..." : "") + ")");
+    return FromNats(s, "connect to NATS (" + options.servers.front() +
+                           (servers.size() > 1 ? ", ..." : "") + ")");
   }
   jsOptions js_options;
   jsOptions_Init(&js_options);
@@ -110,11 +113,13 @@ Result<StreamState> JetStream::GetStreamState(std::string_view stream) {
   state.messages = info->State.Msgs;
   state.first_sequence = info->State.FirstSeq;
   state.last_sequence = info->State.LastSeq;
-  if (info->Cluster != nullptr && info->Cluster->Leader != nullptr) state.leader = info->Cluster->Leader;
+  if (info->Cluster != nullptr && info->Cluster->Leader != nullptr)
+    state.leader = info->Cluster->Leader;
   return state;
 }
 
-Result<PublishAck> JetStream::Publish(std::string_view subject, std::string_view data, std::string_view msg_id) {
+Result<PublishAck> JetStream::Publish(std::string_view subject, std::string_view data,
+                                      std::string_view msg_id) {
   const std::string subject_str(subject);
   const std::string id(msg_id);
   jsPubOptions options;
@@ -122,8 +127,8 @@ Result<PublishAck> JetStream::Publish(std::string_view subject, std::string_view
   options.MsgId = id.empty() ? nullptr : id.c_str();
   jsErrCode error = static_cast<jsErrCode>(0);
   jsPubAck* raw = nullptr;
-  natsStatus s = js_Publish(&raw, js_, subject_str.c_str(), data.data(), static_cast<int>(data.size()), &options,
-                            &error);
+  natsStatus s = js_Publish(&raw, js_, subject_str.c_str(), data.data(),
+                            static_cast<int>(data.size()), &options, &error);
   std::unique_ptr<jsPubAck, PubAckDeleter> ack(raw);
   if (s != NATS_OK) return FromNats(s, "publish to " + subject_str, error);
   return PublishAck{ack->Sequence, ack->Duplicate};

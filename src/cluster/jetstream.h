@@ -36,7 +36,8 @@ struct StreamSpec {
 };
 
 struct PublishAck {
-  uint64_t sequence = 0;   // the message's sequence in the stream (the first copy's, for a duplicate)
+  uint64_t sequence =
+      0;  // the message's sequence in the stream (the first copy's, for a duplicate)
   bool duplicate = false;  // the stream already held a message with this id
 };
 
@@ -67,7 +68,8 @@ class JetStream {
   // after a timeout, through another server, after a leader change) stores nothing new.
   // Unavailable when no acknowledgement came (the message may or may not be stored: retry
   // with the same id).
-  Result<PublishAck> Publish(std::string_view subject, std::string_view data, std::string_view msg_id);
+  Result<PublishAck> Publish(std::string_view subject, std::string_view data,
+                             std::string_view msg_id);
 
   // Creates the bucket if it does not exist (`ttl_ms`: a key not written for that long expires;
   // 0 for never), else opens it.

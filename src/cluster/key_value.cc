@@ -46,21 +46,24 @@ Result<KeyValueEntry> KeyValue::Get(std::string_view key) {
 Result<uint64_t> KeyValue::Create(std::string_view key, std::string_view value) {
   const std::string k(key);
   uint64_t revision = 0;
-  natsStatus s = kvStore_Create(&revision, kv_, k.c_str(), value.data(), static_cast<int>(value.size()));
+  natsStatus s =
+      kvStore_Create(&revision, kv_, k.c_str(), value.data(), static_cast<int>(value.size()));
   return Written(s, revision, "create " + k);
 }
 
 Result<uint64_t> KeyValue::Update(std::string_view key, std::string_view value, uint64_t revision) {
   const std::string k(key);
   uint64_t next = 0;
-  natsStatus s = kvStore_Update(&next, kv_, k.c_str(), value.data(), static_cast<int>(value.size()), revision);
+  natsStatus s =
+      kvStore_Update(&next, kv_, k.c_str(), value.data(), static_cast<int>(value.size()), revision);
   return Written(s, next, "update " + k + " at revision " + std::to_string(revision));
 }
 
 Result<uint64_t> KeyValue::Put(std::string_view key, std::string_view value) {
   const std::string k(key);
   uint64_t revision = 0;
-  natsStatus s = kvStore_Put(&revision, kv_, k.c_str(), value.data(), static_cast<int>(value.size()));
+  natsStatus s =
+      kvStore_Put(&revision, kv_, k.c_str(), value.data(), static_cast<int>(value.size()));
   return Written(s, revision, "put " + k);
 }
 

@@ -7,10 +7,12 @@ namespace trainwatch::cluster {
 Status FromNats(natsStatus s, std::string_view what, jsErrCode js_error) {
   if (s == NATS_OK) return Status::Ok();
   std::string message = std::string(what) + ": " + natsStatus_GetText(s);
-  if (js_error != 0) message += " (JetStream error " + std::to_string(static_cast<int>(js_error)) + ")";
+  if (js_error != 0)
+    message += " (JetStream error " + std::to_string(static_cast<int>(js_error)) + ")";
   // The last error of this thread often says more than the status ("stream not found").
   natsStatus last = NATS_OK;
-  if (const char* detail = nats_GetLastError(&last); detail != nullptr && *detail != '\0' && last == s) {
+  if (const char* detail = nats_GetLastError(&last);
+      detail != nullptr && *detail != '\0' && last == s) {
     message += ": ";
     message += detail;
   }

@@ -13,6 +13,7 @@ namespace trainwatch::cluster {
 // (no server, closed connection, timeout, no responders) is Unavailable: the caller retries;
 // NATS_NOT_FOUND is NotFound; the rest is Internal. The JetStream error code, when there is one,
 // is part of the message.
-Status FromNats(natsStatus s, std::string_view what, jsErrCode js_error = static_cast<jsErrCode>(0));
+Status FromNats(natsStatus s, std::string_view what,
+                jsErrCode js_error = static_cast<jsErrCode>(0));
 
 }  // namespace trainwatch::cluster

@@ -37,7 +37,8 @@ Status PartitionLeases::Release(uint32_t p) {
   // expired and was taken must not be deleted from under its new owner).
   Result<uint64_t> mine = kv_->Update(Key(p), node_, it->second);
   held_.erase(it);
-  if (!mine.ok()) return mine.status().code() == StatusCode::kAlreadyExists ? Status::Ok() : mine.status();
+  if (!mine.ok())
+    return mine.status().code() == StatusCode::kAlreadyExists ? Status::Ok() : mine.status();
   return kv_->Delete(Key(p));
 }
 

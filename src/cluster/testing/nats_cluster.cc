@@ -23,8 +23,8 @@ constexpr auto kStartTimeout = std::chrono::seconds(60);
 // The port in a log line "... on 127.0.0.1:PORT", 0 if `log` has no such line for `what`.
 int PortFromLog(const std::string& log, const std::string& what) {
   std::smatch m;
-  if (std::regex_search(log, m, std::regex(what + " on 127\\.0\\.0\\.1:([0-9]+)"))) return std::stoi(m[1]);
-  return 0;
+  const std::regex line(what + " on 127\\.0\\.0\\.1:([0-9]+)");
+  return std::regex_search(log, m, line) ? std::stoi(m[1]) : 0;
 }
 
 }  // namespace
@@ -59,9 +59,8 @@ struct NatsCluster::Node {
   Result<std::string> WaitReady(size_t from) {
     static const std::string kLast = "Listening for route connections";
     std::unique_lock<std::mutex> lock(mu);
-    bool ready = changed.wait_for(lock, kStartTimeout, [&] {
-      return exited || log.find(kLast, from) != std::string::npos;
-    });
+    bool ready = changed.wait_for(
+        lock, kStartTimeout, [&] { return exited || log.find(kLast, from) != std::string::npos; });
     if (!ready || log.find(kLast, from) == std::string::npos) {
       return Status::Unavailable("nats-server did not start; its log:\n" + log.substr(from));
     }
@@ -81,7 +80,8 @@ struct NatsCluster::Node {
 
 Result<std::unique_ptr<NatsCluster>> NatsCluster::Start(int nodes, const std::string& dir) {
   if (::access(kNatsServer, X_OK) != 0) {
-    return Status::NotFound(std::string(kNatsServer) + " is missing: scripts/install-deps.sh installs nats-server");
+    return Status::NotFound(std::string(kNatsServer) +
+                            " is missing: scripts/install-deps.sh installs nats-server");
   }
   std::unique_ptr<NatsCluster> cluster(new NatsCluster(dir));
   for (int i = 0; i < nodes; ++i) cluster->nodes_.push_back(std::make_unique<Node>());
@@ -107,14 +107,27 @@ Status NatsCluster::Launch(int i, const std::vector<std::string>& routes) {
   ::mkdir(data.c_str(), 0755);
   // Limits in a file (there are no flags for them): the defaults reserve most of RAM and disk.
   const std::string config = data + ".conf";
-  std::ofstream(config) << "jetstream {\n  store_dir: \"" << data << "\"\n  max_memory_store: 64MB\n"
+  std::ofstream(config) << "jetstream {\n  store_dir: \"" << data
+                        << "\"\n  max_memory_store: 64MB\n"
                         << "  max_file_store: 1GB\n}\n";
   std::string route_list;
   for (const std::string& r : routes) route_list += (route_list.empty() ? "" : ",") + r;
-  std::vector<std::string> args = {kNatsServer, "-c", config, "-a", "127.0.0.1",
-                                   "-p", std::to_string(node.client_port), "--server_name", Name(i),
-                                   "--cluster_name", "tw", "--cluster", "nats://127.0.0.1:-1",
-                                   "--routes", route_list, "-js"};
+  std::vector<std::string> args = {kNatsServer,
+                                   "-c",
+                                   config,
+                                   "-a",
+                                   "127.0.0.1",
+                                   "-p",
+                                   std::to_string(node.client_port),
+                                   "--server_name",
+                                   Name(i),
+                                   "--cluster_name",
+                                   "tw",
+                                   "--cluster",
+                                   "nats://127.0.0.1:-1",
+                                   "--routes",
+                                   route_list,
+                                   "-js"};
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
