@@ -16,8 +16,9 @@ PYTHON = os.environ.get("TRAINWATCH_PYTHON", "/usr/bin/python3")
 BUILD_PYTHON = os.environ.get("TRAINWATCH_PYTHONPATH", os.path.join(os.path.dirname(os.path.dirname(
     os.environ.get("TRAINWATCH_BIN", os.path.join(REPO, "build", "bin", "trainwatch")))), "python"))
 
-# The training process: logs `steps` steps of four metrics at `rate` steps/s, measuring each
-# log() call, its RSS and the client's counters every half second; prints one JSON report. Its
+# The training process: logs `steps` steps of four metrics at `rate` steps/s, sampling its RSS and
+# the client's counters every half second; prints one JSON report. (The latency of each log()
+# call while the server is frozen is measured by bench/sdk_frozen_server_bench.py.) Its
 # progress is the tests' clock: every 50 steps it appends "<steps done> <seconds since start>" to
 # the progress file, the event a test waits on to act after K steps of training.
 CHILD = r'''
@@ -37,7 +38,7 @@ def rss_bytes():
 
 run = tw.init(project="sdk", id=args["run"], server=args["server"], system_metrics=False,
               **args.get("options", {}))
-latencies, samples = [], []
+samples = []
 progress = open(args["progress"], "a", buffering=1)
 start = time.monotonic()
 next_sample = start
@@ -45,10 +46,8 @@ for step in range(args["steps"]):
     due = start + step / args["rate"]
     while time.monotonic() < due:
         pass
-    t0 = time.perf_counter_ns()
     run.log({"loss": 1.0 / (step + 1), "acc": step * 1e-6, "lr": 0.5 ** (step % 7), "tick": float(step)},
             step=step)
-    latencies.append((time.monotonic() - start, time.perf_counter_ns() - t0))
     if time.monotonic() >= next_sample:
         next_sample += 0.5
         s = run.stats()
@@ -58,7 +57,7 @@ for step in range(args["steps"]):
         progress.write("%d %.6f\n" % (step + 1, time.monotonic() - start))
 progress.close()
 run.finish()
-print(json.dumps({"latencies": latencies, "samples": samples, "stats": run.stats(), "warnings": caught}))
+print(json.dumps({"samples": samples, "stats": run.stats(), "warnings": caught}))
 '''
 
 
@@ -142,7 +141,7 @@ def test_down_at_start_then_up_then_killed_and_restarted_every_point_arrives_onc
     assert (run.get("run") or run)["status"] == "finished"
 
 
-def test_frozen_server_log_latency_stays_flat_and_memory_bounded(server_factory, tmp_path):
+def test_frozen_server_training_goes_on_and_memory_stays_bounded(server_factory, tmp_path):
     server = server_factory()
     steps, rate = 60000, 5000  # 12 s, 20,000 points/s
     options = {"memory_max_bytes": 2 << 20, "ack_timeout_seconds": 2.0}
@@ -152,22 +151,15 @@ def test_frozen_server_log_latency_stays_flat_and_memory_bounded(server_factory,
     server.proc.send_signal(signal.SIGSTOP)
     # Reported after SIGSTOP was sent: the child's time at or after the freeze.
     stopped_step, frozen_from = wait_for_steps(child, child_progress(child)[0] + 1)
-    # The frozen server the SDK rides out: 30,000 steps (6 s) of training.
+    # log() does not wait for the frozen server: the child trains on, 30,000 steps (6 s of its
+    # time) while the server cannot answer. How long each call takes then, beside before the
+    # freeze, is a figure, not a bound: bench/sdk_frozen_server_bench.py prints it.
     _, frozen_until = wait_for_steps(child, stopped_step + 30000)
     server.proc.send_signal(signal.SIGCONT)  # after frozen_until, in the child's time
-    frozen_for = frozen_until - frozen_from
     report, _ = finish_child(child, timeout=120)
 
-    def p99(window):
-        lat = sorted(ns for t, ns in report["latencies"] if window[0] <= t < window[1])
-        assert len(lat) > 1000, window
-        return lat[int(len(lat) * 0.99)]
-
-    before, during = p99((0.5, baseline_end - 0.5)), p99((frozen_from + 0.5, frozen_from + frozen_for - 0.5))
-    # "Flat": the p99 of a log() call while the server is frozen stays within a small factor of
-    # the p99 before it (both are a few microseconds of Python; a blocking call would be seconds).
-    assert during < max(4 * before, 50_000), (before, during)
-    frozen_samples = [s for s in report["samples"] if frozen_from + 0.5 <= s["t"] < frozen_from + frozen_for]
+    frozen_samples = [s for s in report["samples"] if frozen_from + 0.5 <= s["t"] < frozen_until]
+    assert frozen_samples, report["samples"]
     baseline = [s["rss"] for s in report["samples"] if s["t"] < baseline_end]
     growth = max(s["rss"] for s in frozen_samples) - max(baseline)
     # 120,000 points logged while frozen; memory for batches is capped at 2 MiB, the rest spools.
