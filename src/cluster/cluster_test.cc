@@ -10,8 +10,11 @@
 #include <thread>
 
 #include "cluster/jetstream.h"
+#include "cluster/membership.h"
 #include "cluster/partition.h"
+#include "cluster/partition_balancer.h"
 #include "cluster/partition_leases.h"
+#include "cluster/stream_reader.h"
 #include "cluster/testing/nats_cluster.h"
 #include "common/testing/temp_dir.h"
 
@@ -31,6 +34,22 @@ TEST(PartitionTest, StableAcrossVersionsAndSpread) {
   ASSERT_EQ(count.size(), 16u);
   for (const auto& [p, n] : count) EXPECT_NEAR(n, 1000, 150) << "partition " << p;
   EXPECT_EQ(IngestSubject(3), "tw.ingest.p3");
+}
+
+TEST(PreferredOwnerTest, SpreadsEvenlyAndMovesOnlyWhatChanges) {
+  const std::vector<std::string> three = {"a", "b", "c"};
+  std::map<std::string, int> count;
+  for (uint32_t p = 0; p < 3000; ++p) ++count[PreferredOwner(p, three)];
+  for (const auto& [member, n] : count) EXPECT_NEAR(n, 1000, 100) << member;
+  EXPECT_EQ(PreferredOwner(7, {}), "");
+  EXPECT_EQ(PreferredOwner(7, {"c", "a", "b"}), PreferredOwner(7, three))
+      << "order does not matter";
+  // Without c, only c's partitions move; the others keep their owner.
+  for (uint32_t p = 0; p < 3000; ++p) {
+    const std::string before = PreferredOwner(p, three);
+    const std::string after = PreferredOwner(p, {"a", "b"});
+    if (before != "c") EXPECT_EQ(after, before) << "partition " << p;
+  }
 }
 
 class NatsClusterTest : public ::testing::Test {
@@ -63,6 +82,18 @@ class NatsClusterTest : public ::testing::Test {
           std::chrono::milliseconds(500));  // sleep-ok: raft election on nats-server's clock
     }
     return s;
+  }
+
+  // Opens (creating if need be) a replicated bucket, retried while the cluster elects leaders.
+  static std::unique_ptr<KeyValue> OpenBucket(JetStream& js, const KeyValueSpec& spec) {
+    Result<std::unique_ptr<KeyValue>> kv = Status::Unavailable("not opened");
+    for (int attempt = 0; attempt < 30 && !kv.ok(); ++attempt) {
+      kv = js.OpenKeyValue(spec);
+      if (!kv.ok())
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));  // sleep-ok: raft election
+    }
+    EXPECT_TRUE(kv.ok()) << kv.status().ToString();
+    return kv.ok() ? std::move(*kv) : nullptr;
   }
 
   static ::trainwatch::test::TempDir* dir_;
@@ -224,6 +255,97 @@ TEST_F(NatsClusterTest, AcknowledgedPublishesSurviveTheLeadersDeathExactlyOnce) 
   }
   ASSERT_TRUE(state.ok()) << state.status().ToString();
   EXPECT_EQ(state->messages, 200u);
+}
+
+TEST_F(NatsClusterTest, StreamReaderReadsOneSubjectInOrderFromAnyPosition) {
+  auto js = Connect();
+  ASSERT_NE(js, nullptr);
+  ASSERT_TRUE(EnsureStreamOnceClustered(*js, {.name = "TW_READ", .subjects = {"tw.read.>"}}).ok());
+  std::vector<uint64_t> mine;  // sequences of the messages on tw.read.p0
+  for (int i = 0; i < 60; ++i) {
+    const std::string subject = i % 3 == 0 ? "tw.read.p1" : "tw.read.p0";
+    auto ack = js->Publish(subject, "m" + std::to_string(i), "read-" + std::to_string(i));
+    ASSERT_TRUE(ack.ok()) << ack.status().ToString();
+    if (subject == "tw.read.p0") mine.push_back(ack->sequence);
+  }
+  auto read_all = [&](uint64_t after) {
+    auto reader = StreamReader::Open(*js, "TW_READ", "tw.read.p0", after);
+    EXPECT_TRUE(reader.ok()) << reader.status().ToString();
+    std::vector<uint64_t> seen;
+    while (reader.ok()) {
+      auto batch = (*reader)->Next(7, 500);
+      EXPECT_TRUE(batch.ok()) << batch.status().ToString();
+      if (!batch.ok() || batch->empty()) break;
+      for (const StreamMessage& m : *batch) {
+        EXPECT_EQ(m.subject, "tw.read.p0");
+        EXPECT_EQ(m.msg_id, "read-" + m.data.substr(1));
+        seen.push_back(m.sequence);
+      }
+    }
+    return seen;
+  };
+  EXPECT_EQ(read_all(0), mine);
+  const uint64_t checkpoint = mine[24];
+  EXPECT_EQ(read_all(checkpoint), std::vector<uint64_t>(mine.begin() + 25, mine.end()))
+      << "a reader started after a checkpoint reads the tail only";
+}
+
+TEST_F(NatsClusterTest, BalancersConvergeTakeOverAndHandBack) {
+  auto js = Connect();
+  ASSERT_NE(js, nullptr);
+  constexpr int64_t kLeaseMs = 1500;
+  auto leases_kv = OpenBucket(*js, {.bucket = "tw_balance_leases", .ttl_ms = kLeaseMs});
+  auto members_kv = OpenBucket(*js, {.bucket = "tw_balance_members", .ttl_ms = kLeaseMs});
+  ASSERT_TRUE(leases_kv && members_kv);
+  constexpr uint32_t kPartitions = 12;
+  struct Node {
+    Membership membership;
+    PartitionLeases leases;
+    PartitionBalancer balancer;
+    Node(KeyValue* m, KeyValue* l, const std::string& name)
+        : membership(m, name), leases(l, name), balancer(&membership, &leases, kPartitions) {}
+  };
+  std::vector<std::unique_ptr<Node>> nodes;
+  for (const char* name : {"a", "b", "c"}) {
+    nodes.push_back(std::make_unique<Node>(members_kv.get(), leases_kv.get(), name));
+  }
+  // Steps the running nodes until their holdings are the rendezvous assignment over them, and
+  // checks after every step that no two running nodes hold the same partition.
+  auto settle = [&](const std::vector<int>& running) {
+    std::vector<std::string> names;
+    for (int i : running) names.push_back(nodes[i]->membership.node());
+    for (int round = 0; round < 60; ++round) {
+      for (int i : running) ASSERT_TRUE(nodes[i]->balancer.Step().ok());
+      std::map<uint32_t, std::string> holder;
+      bool settled = true;
+      for (int i : running) {
+        for (const auto& [p, revision] : nodes[i]->leases.held()) {
+          ASSERT_FALSE(holder.contains(p)) << "partition " << p << " held twice";
+          holder[p] = nodes[i]->membership.node();
+        }
+      }
+      for (uint32_t p = 0; p < kPartitions; ++p) {
+        settled = settled && holder.contains(p) && holder[p] == PreferredOwner(p, names);
+      }
+      if (settled) return;
+      std::this_thread::sleep_for(
+          std::chrono::milliseconds(100));  // sleep-ok: TTLs on nats-server's clock
+    }
+    FAIL() << "the balancers did not settle";
+  };
+  settle({0, 1, 2});
+  for (const auto& node : nodes) EXPECT_GE(node->leases.held().size(), 2u);
+  // c stops (a crash: no Leave, no Release): once its keys expire, a and b take its partitions.
+  const size_t c_held = nodes[2]->leases.held().size();
+  settle({0, 1});
+  // c comes back and learns on its first step that every lease it held is gone (a and b hold
+  // them all, so it gains none yet); then a and b hand its preferred partitions back.
+  auto first = nodes[2]->balancer.Step();
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->lost.size(), c_held);
+  EXPECT_TRUE(first->gained.empty());
+  EXPECT_TRUE(nodes[2]->leases.held().empty());
+  settle({0, 1, 2});
 }
 
 }  // namespace

@@ -79,6 +79,7 @@ class JetStream {
   std::string ConnectedUrl() const;
 
  private:
+  friend class StreamReader;  // subscribes through js_
   JetStream(natsConnection* connection, jsCtx* js) : connection_(connection), js_(js) {}
 
   natsConnection* connection_;

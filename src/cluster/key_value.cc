@@ -72,4 +72,15 @@ Status KeyValue::Delete(std::string_view key) {
   return FromNats(kvStore_Delete(kv_, k.c_str()), "delete " + k);
 }
 
+Result<std::vector<std::string>> KeyValue::Keys() {
+  kvKeysList list{};
+  natsStatus s = kvStore_Keys(&list, kv_, nullptr);
+  std::vector<std::string> keys;
+  if (s == NATS_NOT_FOUND) return keys;  // an empty bucket
+  if (s != NATS_OK) return FromNats(s, "list keys");
+  for (int i = 0; i < list.Count; ++i) keys.emplace_back(list.Keys[i]);
+  kvKeysList_Destroy(&list);
+  return keys;
+}
+
 }  // namespace trainwatch::cluster

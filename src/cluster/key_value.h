@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/status.h"
 
@@ -42,6 +43,8 @@ class KeyValue {
   Result<uint64_t> Put(std::string_view key, std::string_view value);
   // Removes the key's value (a later Create succeeds).
   Status Delete(std::string_view key);
+  // The keys that have a value now (deleted and expired ones excluded), in no order.
+  Result<std::vector<std::string>> Keys();
 
  private:
   kvStore* kv_;

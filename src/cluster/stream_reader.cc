@@ -1,0 +1,92 @@
+#include "cluster/stream_reader.h"
+
+#include "cluster/nats_status.h"
+
+namespace trainwatch::cluster {
+namespace {
+
+struct MetaDataDeleter {
+  void operator()(jsMsgMetaData* m) const { jsMsgMetaData_Destroy(m); }
+};
+
+// How long the server keeps a consumer nobody fetches from (a reader whose node died).
+constexpr int64_t kInactiveThresholdNanos = 30LL * 1000 * 1000 * 1000;
+
+}  // namespace
+
+Result<std::unique_ptr<StreamReader>> StreamReader::Open(JetStream& js, std::string stream,
+                                                         std::string subject,
+                                                         uint64_t after_sequence) {
+  std::unique_ptr<StreamReader> reader(
+      new StreamReader(js, std::move(stream), std::move(subject), after_sequence));
+  TW_RETURN_IF_ERROR(reader->Subscribe());
+  return reader;
+}
+
+StreamReader::~StreamReader() { Unsubscribe(); }
+
+Status StreamReader::Subscribe() {
+  jsSubOptions options;
+  jsSubOptions_Init(&options);
+  options.Stream = stream_.c_str();
+  options.Config.DeliverPolicy = js_DeliverByStartSequence;
+  options.Config.OptStartSeq = last_sequence_ + 1;
+  // Acknowledging the last message of a fetch acknowledges the ones before it: one ack per
+  // fetch. Nothing is redelivered out of order; the position is ours anyway.
+  options.Config.AckPolicy = js_AckAll;
+  options.Config.InactiveThreshold = kInactiveThresholdNanos;
+  jsErrCode error = static_cast<jsErrCode>(0);
+  natsStatus s = js_PullSubscribe(&subscription_, js_.js_, subject_.c_str(), nullptr, nullptr,
+                                  &options, &error);
+  if (s != NATS_OK) {
+    subscription_ = nullptr;
+    return FromNats(s, "read " + subject_ + " of " + stream_, error);
+  }
+  return Status::Ok();
+}
+
+void StreamReader::Unsubscribe() {
+  if (subscription_ == nullptr) return;
+  (void)natsSubscription_Unsubscribe(subscription_);  // best effort: the server drops it anyway
+  natsSubscription_Destroy(subscription_);
+  subscription_ = nullptr;
+}
+
+Result<std::vector<StreamMessage>> StreamReader::Next(int max, int64_t wait_ms) {
+  if (subscription_ == nullptr) TW_RETURN_IF_ERROR(Subscribe());
+  natsMsgList list{};
+  jsErrCode error = static_cast<jsErrCode>(0);
+  natsStatus s = natsSubscription_Fetch(&list, subscription_, max, wait_ms, &error);
+  std::vector<StreamMessage> out;
+  if (s == NATS_TIMEOUT) return out;  // nothing new
+  if (s != NATS_OK) {
+    natsMsgList_Destroy(&list);
+    Unsubscribe();  // the next call starts over at last_sequence_ + 1
+    return FromNats(s, "read " + subject_ + " of " + stream_, error);
+  }
+  for (int i = 0; i < list.Count; ++i) {
+    natsMsg* msg = list.Msgs[i];
+    jsMsgMetaData* raw = nullptr;
+    if (natsStatus m = natsMsg_GetMetaData(&raw, msg); m != NATS_OK) {
+      natsMsgList_Destroy(&list);
+      Unsubscribe();
+      return FromNats(m, "sequence of a message of " + stream_);  // not a JetStream message
+    }
+    std::unique_ptr<jsMsgMetaData, MetaDataDeleter> meta(raw);
+    // A consumer started again at the same position may hand over what an earlier one did.
+    if (meta->Sequence.Stream <= last_sequence_) continue;
+    StreamMessage m;
+    m.sequence = meta->Sequence.Stream;
+    m.subject = natsMsg_GetSubject(msg);
+    const char* id = nullptr;
+    if (natsMsgHeader_Get(msg, "Nats-Msg-Id", &id) == NATS_OK && id != nullptr) m.msg_id = id;
+    m.data.assign(natsMsg_GetData(msg), static_cast<size_t>(natsMsg_GetDataLength(msg)));
+    last_sequence_ = m.sequence;
+    out.push_back(std::move(m));
+  }
+  if (list.Count > 0) (void)natsMsg_Ack(list.Msgs[list.Count - 1], nullptr);
+  natsMsgList_Destroy(&list);
+  return out;
+}
+
+}  // namespace trainwatch::cluster
