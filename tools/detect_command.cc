@@ -22,15 +22,13 @@ namespace {
 
 constexpr const char* kDetectDescription =
     "Runs the server's anomaly detectors (docs/detectors.md) and alert rules (docs/rules.md) over\n"
-    "records in the /write JSON-lines format (the server's parser: a line /write refuses is "
-    "refused here, with its\n"
-    "number and why), {\"project\":..,\"run\":..,\"step\":..,\"time\":..,\n"
-    "\"metrics\":{..}} (NaN, Infinity and -Infinity allowed), each run in file order, and prints "
-    "one\n"
-    "JSON alert per line: "
-    "{\"run\",\"kind\",\"metric\",\"step\",\"time\",\"value\",\"severity\",\"message\",\n"
-    "\"name\"} (kind \"rule\" and name the rule's alert for rule alerts). `stalled` uses the gaps "
-    "between\n"
+    "records in the /write JSON-lines format (the server's parser: a line /write refuses is\n"
+    "refused here, with its number and why),\n"
+    "  {\"project\":..,\"run\":..,\"step\":..,\"time\":..,\"metrics\":{..}}\n"
+    "(NaN, Infinity and -Infinity allowed), each run in file order, and prints one JSON alert\n"
+    "per line:\n"
+    "  {\"run\",\"kind\",\"metric\",\"step\",\"time\",\"value\",\"severity\",\"message\",\"name\"}\n"
+    "(kind \"rule\" and name the rule's alert for rule alerts). `stalled` uses the gaps between\n"
     "record times.\n";
 
 // Files are read, and their whole lines handed to the server's /write parser, in blocks of this size.

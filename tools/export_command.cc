@@ -24,13 +24,11 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kExportDescription =
-    "Writes the run as a TensorBoard event file, "
-    "DIR/events.out.tfevents.<unix>.<host>.trainwatch:\n"
-    "scalars (the current timeline; values as float32 simple_value, TensorBoard's scalar type),\n"
-    "histograms (histo), images (image; several of one tag and step as the v2 images tensor), "
-    "text\n"
-    "(the text plugin's tensor) and the model graph (graph_def). `tensorboard --logdir DIR` opens "
-    "it.\n";
+    "Writes the run as a TensorBoard event file,\n"
+    "DIR/events.out.tfevents.<unix>.<host>.trainwatch: scalars (the current timeline; values as\n"
+    "float32 simple_value, TensorBoard's scalar type), histograms (histo), images (image; several\n"
+    "of one tag and step as the v2 images tensor), text (the text plugin's tensor) and the model\n"
+    "graph (graph_def). `tensorboard --logdir DIR` opens it.\n";
 
 constexpr int64_t kHistogramPage = 100000;
 constexpr int64_t kMediaLimit = 100000;

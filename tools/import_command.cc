@@ -17,15 +17,13 @@ namespace trainwatch::tools {
 namespace {
 
 constexpr const char* kImportDescription =
-    "Imports TensorBoard event files: every directory under LOGDIR holding files whose name "
-    "contains\n"
-    "'tfevents' becomes a run whose id is its path relative to LOGDIR (LOGDIR itself: its name).\n"
-    "Scalars, histograms, images, text and graphs are imported (docs/tensorboard.md); the runs "
-    "are\n"
-    "marked finished, with the first and last event's times as start and end. Corrupt records are\n"
-    "reported with file and offset and skipped; an incomplete last record (a file still being\n"
-    "written) is left for `trainwatch watch`. Exits 1 if the server did not acknowledge "
-    "everything.\n";
+    "Imports TensorBoard event files: every directory under LOGDIR holding files whose name\n"
+    "contains 'tfevents' becomes a run whose id is its path relative to LOGDIR (LOGDIR itself:\n"
+    "its name). Scalars, histograms, images, text and graphs are imported (docs/tensorboard.md);\n"
+    "the runs are marked finished, with the first and last event's times as start and end.\n"
+    "Corrupt records are reported with file and offset and skipped; an incomplete last record (a\n"
+    "file still being written) is left for `trainwatch watch`. Exits 1 if the server did not\n"
+    "acknowledge everything.\n";
 
 constexpr size_t kMaxPrintedMessages = 50;
 

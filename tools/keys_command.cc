@@ -26,8 +26,8 @@ constexpr const char* kKeysSynopsis =
     "       trainwatch keys list\n"
     "       trainwatch keys revoke NAME\n";
 constexpr const char* kKeysDescription =
-    "where: --server URL --api-key ADMIN_KEY (a running server) [--tls-ca FILE] (the CA of an "
-    "https:// server)\n"
+    "where: --server URL --api-key ADMIN_KEY (a running server)\n"
+    "       [--tls-ca FILE] (the CA of an https:// server)\n"
     "   or: --data-dir DIR (a stopped server's data directory)\n"
     "create prints the new key once; only its hash is kept.\n";
 
@@ -178,8 +178,8 @@ Status OnServer(const KeysFlags& f) {
 }
 
 constexpr const char* kAuditDescription =
-    "where: --server URL --api-key ADMIN_KEY [--tls-ca FILE], or --data-dir DIR (a stopped "
-    "server's)\n"
+    "where: --server URL --api-key ADMIN_KEY [--tls-ca FILE],\n"
+    "   or: --data-dir DIR (a stopped server's data directory)\n"
     "Prints the audit log, newest first: time, key, client address, action, target, outcome.\n";
 
 struct AuditFlags {

@@ -86,9 +86,8 @@ int Serve(const std::vector<std::string>& args) {
 
 constexpr const char* kSyncDescription =
     "Uploads what the SDK spooled: DIR is one writer's spool directory or a spool root\n"
-    "(the SDK's default root is ~/.cache/trainwatch/spool). Every batch keeps its writer id and "
-    "sequence,\n"
-    "so syncing twice applies nothing twice. Delivered directories are removed.\n";
+    "(the SDK's default root is ~/.cache/trainwatch/spool). Every batch keeps its writer id\n"
+    "and sequence, so syncing twice applies nothing twice. Delivered directories are removed.\n";
 
 int Sync(const std::vector<std::string>& args) {
   trainwatch::ClientOptions options;

@@ -31,9 +31,8 @@ constexpr const char* kWatchDescription =
     "files and growing files, with anomaly detection and alerts on the fly. What was imported is\n"
     "remembered in a state file (per file: offset and identity, saved only once the server has\n"
     "acknowledged everything before the offset), so a restart continues where it stopped, without\n"
-    "duplicates or gaps; a file replaced or truncated is read again from its start. "
-    "SIGINT/SIGTERM\n"
-    "flush, save and exit. Runs stay 'running'.\n";
+    "duplicates or gaps; a file replaced or truncated is read again from its start.\n"
+    "SIGINT/SIGTERM flush, save and exit. Runs stay 'running'.\n";
 
 // The first bytes of a file, as its identity beyond the inode number.
 constexpr uint32_t kHeadBytes = 64;
