@@ -1,4 +1,4 @@
-// Image headers (src/storage/image_format.h): the bytes of every image a client sends (RunBatch
+// Image headers (src/common/image_format.h): the bytes of every image a client sends (RunBatch
 // images, tfevents imports) are inspected for their format and size before they are stored.
 //
 // Checks, besides memory safety: an image that passes has a positive width and height, starts with
@@ -8,13 +8,13 @@
 #include <string_view>
 
 #include "fuzz/fuzz_support.h"
-#include "storage/image_format.h"
+#include "common/image_format.h"
 
 using trainwatch::storage::ImageFormat;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view bytes(reinterpret_cast<const char*>(data), size);
-  auto info = trainwatch::storage::InspectImage(bytes);
+  auto info = trainwatch::InspectImage(bytes);
   if (!info.ok()) {
     FUZZ_CHECK(!info.status().message().empty(), "a refusal without a reason");
     return 0;

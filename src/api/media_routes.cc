@@ -7,7 +7,7 @@
 #include "api/query_params.h"
 #include "api/routes.h"
 #include "common/strings.h"
-#include "storage/sha256.h"
+#include "common/sha256.h"
 
 namespace trainwatch::api {
 namespace {
@@ -62,7 +62,7 @@ void HandleImages(ApiContext& ctx, HttpRequest&& req, Responder respond) {
     body += ",\"caption\":";
     AppendString(&body, e.caption);
     body += ",\"sha256\":\"" + sha256 + "\",\"mime\":\"" +
-            std::string(storage::MimeType(e.format)) + "\",\"width\":" + std::to_string(e.width) +
+            std::string(MimeType(e.format)) + "\",\"width\":" + std::to_string(e.width) +
             ",\"height\":" + std::to_string(e.height) + ",\"size\":" + std::to_string(e.size) +
             ",\"url\":\"" + kBlobPrefix + sha256 + "\"}";
   }
@@ -114,7 +114,7 @@ bool MatchesIfNoneMatch(std::string_view header, std::string_view etag) {
 void HandleBlob(ApiContext& ctx, HttpRequest&& req, Responder respond) {
   std::string sha256;
   std::string_view hex = std::string_view(req.path).substr(sizeof kBlobPrefix - 1);
-  if (!storage::ParseSha256Hex(hex, &sha256)) {
+  if (!ParseSha256Hex(hex, &sha256)) {
     return respond(HttpResponse::Error(
         400, "'" + std::string(hex.substr(0, 80)) + "' is not a SHA-256: expected 64 hex digits"));
   }
@@ -155,9 +155,9 @@ void HandleBlob(ApiContext& ctx, HttpRequest&& req, Responder respond) {
   if (!bytes.ok()) {
     return respond(HttpResponse::Error(HttpStatusOf(bytes.status()), bytes.status().message()));
   }
-  Result<storage::ImageInfo> info = storage::InspectImage(*bytes);
+  Result<ImageInfo> info = InspectImage(*bytes);
   response.content_type =
-      info.ok() ? std::string(storage::MimeType(info->format)) : "application/octet-stream";
+      info.ok() ? std::string(MimeType(info->format)) : "application/octet-stream";
   response.body = std::move(bytes).value();
   respond(std::move(response));
 }

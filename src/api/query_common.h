@@ -4,7 +4,7 @@
 #include <string>
 
 #include "api/routes.h"
-#include "storage/point.h"
+#include "storage/encoding/point.h"
 #include "storage/run_info.h"
 
 namespace trainwatch::api {

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "storage/image_format.h"
+#include "common/image_format.h"
 
 namespace trainwatch::ingest {
 namespace {
@@ -28,7 +28,7 @@ Status CheckImage(const v1::Image& image, const IngestLimits& limits) {
                                    " bytes; the limit is " +
                                    std::to_string(limits.max_caption_bytes));
   }
-  return storage::InspectImage(image.data()).status();
+  return InspectImage(image.data()).status();
 }
 
 Status CheckText(const v1::Text& text, const IngestLimits& limits) {

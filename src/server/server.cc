@@ -29,7 +29,7 @@
 #include "server/liveness.h"
 #include "server/version.h"
 #include "storage/chunk_store.h"
-#include "storage/disk_guard.h"
+#include "storage/retention.h"
 #include "storage/engine.h"
 #include "storage/wal/wal_log.h"
 #include "web/dashboard_assets.h"

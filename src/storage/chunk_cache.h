@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "storage/downsample.h"
-#include "storage/point.h"
+#include "storage/encoding/point.h"
 #include "storage/series_key.h"
 
 namespace trainwatch::storage {

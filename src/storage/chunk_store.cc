@@ -10,93 +10,11 @@
 #include "storage/store_internal.h"
 
 namespace trainwatch::storage {
-namespace store_internal {
-
-constexpr uint8_t kRecordVersion = 1;
-
-Status FromRocks(const rocksdb::Status& s, std::string_view what) {
-  if (s.ok()) return Status::Ok();
-  if (s.IsCorruption()) return Status::Corruption(std::string(what) + ": " + s.ToString());
-  if (s.IsNoSpace()) return Status::ResourceExhausted(std::string(what) + ": " + s.ToString());
-  return Status::IoError(std::string(what) + ": " + s.ToString());
-}
-
-std::string RunKeyOf(char prefix, const std::string& project, const std::string& run) {
-  std::string k(1, prefix);
-  k += project;
-  k.push_back('\0');
-  k += run;
-  return k;
-}
-
-std::string NameKeyOf(char prefix, const SeriesKey& key) {
-  std::string k = RunKeyOf(prefix, key.project, key.run);
-  k.push_back('\0');
-  k += key.metric;
-  return k;
-}
-
-std::pair<std::string, std::string> RunRangeOf(char prefix, const std::string& project,
-                                               const std::string& run) {
-  std::string from = RunKeyOf(prefix, project, run), to = from;
-  from.push_back('\0');
-  to.push_back('\1');
-  return {std::move(from), std::move(to)};
-}
-
-std::string EncodeNameSummary(const HistogramSeriesInfo& info) {
-  std::string out(1, static_cast<char>(kRecordVersion));
-  PutFixed64(&out, info.count);
-  PutFixed64(&out, static_cast<uint64_t>(info.first_step));
-  PutFixed64(&out, static_cast<uint64_t>(info.last_step));
-  PutDouble(&out, info.min_time);
-  return out;
-}
-
-bool DecodeNameSummary(std::string_view data, HistogramSeriesInfo* info) {
-  ByteReader in(data);
-  uint8_t version = 0;
-  return in.GetByte(&version) && version == kRecordVersion && in.GetFixed64(&info->count) &&
-         in.GetInt64(&info->first_step) && in.GetInt64(&info->last_step) &&
-         in.GetDouble(&info->min_time) && in.empty();
-}
-
-Status ForEachPrefixed(rocksdb::DB& db, std::string_view prefix,
-                       const std::function<Status(std::string_view, std::string_view)>& fn) {
-  std::unique_ptr<rocksdb::Iterator> it(db.NewIterator(rocksdb::ReadOptions()));
-  for (it->Seek(rocksdb::Slice(prefix.data(), prefix.size())); it->Valid(); it->Next()) {
-    std::string_view key(it->key().data(), it->key().size());
-    if (!key.starts_with(prefix)) break;
-    TW_RETURN_IF_ERROR(fn(key, std::string_view(it->value().data(), it->value().size())));
-  }
-  return FromRocks(it->status(), "iterating store");
-}
-
-Status ForEachNameSummary(rocksdb::DB& db, char prefix,
-                          const std::function<Status(SeriesKey, HistogramSeriesInfo)>& fn) {
-  const std::string kind(1, prefix);
-  return ForEachPrefixed(db, kind, [&](std::string_view key, std::string_view value) {
-    key.remove_prefix(1);
-    size_t nul1 = key.find('\0');
-    size_t nul2 = nul1 == std::string_view::npos ? nul1 : key.find('\0', nul1 + 1);
-    if (nul2 == std::string_view::npos) return Status::Corruption("bad '" + kind + "' summary key");
-    SeriesKey series{std::string(key.substr(0, nul1)),
-                     std::string(key.substr(nul1 + 1, nul2 - nul1 - 1)),
-                     std::string(key.substr(nul2 + 1))};
-    HistogramSeriesInfo info;
-    if (!DecodeNameSummary(value, &info)) {
-      return Status::Corruption("bad '" + kind + "' summary of " + series.project + "/" +
-                                series.run + "/" + series.metric);
-    }
-    return fn(std::move(series), info);
-  });
-}
-
-}  // namespace store_internal
-
 namespace {
 
 using namespace store_internal;
+
+constexpr uint8_t kRecordVersion = 1;
 
 std::string SeriesKeyOf(SeriesId id) {
   std::string k = "s";
@@ -108,17 +26,6 @@ std::string ChunkKeyOf(char prefix, SeriesId id, uint32_t chunk_no) {
   std::string k(1, prefix);
   PutBigEndian64(&k, id);
   PutBigEndian32(&k, chunk_no);
-  return k;
-}
-
-std::string RunKeyOf(const std::string& project, const std::string& run) {
-  return store_internal::RunKeyOf('r', project, run);
-}
-
-std::string HistogramKeyOf(const SeriesKey& key, int64_t step) {
-  std::string k = NameKeyOf('h', key);
-  k.push_back('\0');
-  PutBigEndian64(&k, static_cast<uint64_t>(step));  // steps are >= 0: sorts numerically
   return k;
 }
 
@@ -194,7 +101,14 @@ bool DecodeChunkHeader(std::string_view data, ChunkRef* c) {
 
 }  // namespace
 
-ChunkStore::ChunkStore(std::unique_ptr<rocksdb::DB> db) : db_(std::move(db)) {}
+ChunkStore::ChunkStore(std::unique_ptr<rocksdb::DB> db)
+    : db_(std::move(db)), runs_(*db_), blobs_(*db_), writers_(*db_), checkpoint_(*db_) {
+  for (StepEntryType type : kAllStepEntryTypes) {
+    const StepEntryKind& kind = KindOf(type);
+    entries_[static_cast<size_t>(type)] = std::make_unique<StepEntryStore>(
+        *db_, kind, kind.holds_references ? &blobs_ : nullptr);
+  }
+}
 ChunkStore::~ChunkStore() = default;
 
 Result<std::unique_ptr<ChunkStore>> ChunkStore::Open(const std::string& dir) {
@@ -227,26 +141,6 @@ Status ChunkStore::PutSeries(const SeriesRecord& series) {
                    "writing series record");
 }
 
-Status ChunkStore::PutRun(const std::string& project, const std::string& run,
-                          const std::string& json) {
-  return FromRocks(db_->Put(rocksdb::WriteOptions(), RunKeyOf(project, run), json),
-                   "writing run metadata");
-}
-
-Status ChunkStore::PutWriterSequence(const std::string& writer_id, uint64_t sequence) {
-  std::string value;
-  PutFixed64(&value, sequence);
-  return FromRocks(db_->Put(rocksdb::WriteOptions(), "w" + writer_id, value), "writing sequence");
-}
-
-Status ChunkStore::PutCheckpointLsn(uint64_t lsn) {
-  std::string value;
-  PutFixed64(&value, lsn);
-  rocksdb::WriteOptions options;
-  options.sync = true;
-  return FromRocks(db_->Put(options, "m", value), "writing checkpoint");
-}
-
 Status ChunkStore::DeleteChunks(const SeriesRecord& series, const std::vector<uint32_t>& chunk_nos) {
   rocksdb::WriteBatch batch;
   for (uint32_t no : chunk_nos) {
@@ -273,77 +167,11 @@ Status ChunkStore::DeleteSeries(SeriesId id) {
 
 Status ChunkStore::DeleteRun(const std::string& project, const std::string& run) {
   rocksdb::WriteBatch batch;
-  // Images ("i", "I") are not in these ranges: their blobs' references are released first,
-  // tag by tag (DeleteImages).
-  for (char prefix : {'h', 'H', 't', 'T'}) {
-    auto [from, to] = RunRangeOf(prefix, project, run);
-    batch.DeleteRange(from, to);
+  for (const auto& entries : entries_) {
+    if (!entries->kind().holds_references) entries->AddRunDeletion(project, run, &batch);
   }
-  batch.Delete(RunKeyOf('g', project, run));
-  batch.Delete(RunKeyOf(project, run));
+  runs_.AddRunDeletion(project, run, &batch);
   return FromRocks(db_->Write(rocksdb::WriteOptions(), &batch), "deleting run");
-}
-
-Status ChunkStore::PutGraph(const std::string& project, const std::string& run,
-                            std::string_view json) {
-  return FromRocks(db_->Put(rocksdb::WriteOptions(), RunKeyOf('g', project, run),
-                            rocksdb::Slice(json.data(), json.size())),
-                   "writing graph");
-}
-
-Result<std::string> ChunkStore::GetGraph(const std::string& project, const std::string& run) const {
-  std::string value;
-  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), RunKeyOf('g', project, run), &value);
-  if (s.IsNotFound()) return Status::NotFound("run '" + run + "' has no graph");
-  TW_RETURN_IF_ERROR(FromRocks(s, "reading graph"));
-  return value;
-}
-
-Status ChunkStore::PutHistogram(const SeriesKey& key, int64_t step, std::string_view encoded,
-                                const HistogramSeriesInfo& info) {
-  rocksdb::WriteBatch batch;
-  batch.Put(HistogramKeyOf(key, step), rocksdb::Slice(encoded.data(), encoded.size()));
-  batch.Put(NameKeyOf('H', key), EncodeNameSummary(info));
-  return FromRocks(db_->Write(rocksdb::WriteOptions(), &batch), "writing histogram");
-}
-
-Result<bool> ChunkStore::HasHistogram(const SeriesKey& key, int64_t step) const {
-  std::string value;
-  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), HistogramKeyOf(key, step), &value);
-  if (s.IsNotFound()) return false;
-  TW_RETURN_IF_ERROR(FromRocks(s, "reading histogram"));
-  return true;
-}
-
-Status ChunkStore::ScanHistograms(
-    const SeriesKey& key, int64_t from, int64_t to,
-    const std::function<bool(int64_t, std::string_view)>& fn) const {
-  if (to < from || to < 0) return Status::Ok();
-  std::string prefix = NameKeyOf('h', key);
-  prefix.push_back('\0');
-  std::string start = HistogramKeyOf(key, std::max<int64_t>(from, 0));
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
-  for (it->Seek(start); it->Valid(); it->Next()) {
-    std::string_view k(it->key().data(), it->key().size());
-    if (!k.starts_with(prefix)) break;
-    if (k.size() != prefix.size() + 8) return Status::Corruption("bad histogram key");
-    const auto step = static_cast<int64_t>(DecodeBigEndian64(k.data() + prefix.size()));
-    if (step > to) break;
-    if (!fn(step, std::string_view(it->value().data(), it->value().size()))) break;
-  }
-  return FromRocks(it->status(), "reading histograms");
-}
-
-Status ChunkStore::DeleteHistograms(const SeriesKey& key, const std::vector<int64_t>& steps,
-                                    const HistogramSeriesInfo& info) {
-  rocksdb::WriteBatch batch;
-  for (int64_t step : steps) batch.Delete(HistogramKeyOf(key, step));
-  if (info.count == 0) {
-    batch.Delete(NameKeyOf('H', key));
-  } else {
-    batch.Put(NameKeyOf('H', key), EncodeNameSummary(info));
-  }
-  return FromRocks(db_->Write(rocksdb::WriteOptions(), &batch), "deleting histograms");
 }
 
 Result<std::string> ChunkStore::GetChunk(SeriesId id, uint32_t chunk_no) const {
@@ -375,41 +203,6 @@ Status ChunkStore::ForEachChunk(const std::function<Status(StoredChunk)>& fn) co
     }
     return fn(std::move(chunk));
   });
-}
-
-Status ChunkStore::ForEachRun(
-    const std::function<Status(std::string, std::string, std::string)>& fn) const {
-  return ForEachPrefixed(*db_, "r", [&](std::string_view key, std::string_view value) {
-    key.remove_prefix(1);
-    size_t nul = key.find('\0');
-    if (nul == std::string_view::npos) return Status::Corruption("bad run key");
-    return fn(std::string(key.substr(0, nul)), std::string(key.substr(nul + 1)), std::string(value));
-  });
-}
-
-Status ChunkStore::ForEachWriter(const std::function<Status(std::string, uint64_t)>& fn) const {
-  return ForEachPrefixed(*db_, "w", [&](std::string_view key, std::string_view value) {
-    uint64_t seq;
-    ByteReader in(value);
-    if (!in.GetFixed64(&seq)) return Status::Corruption("bad writer record");
-    return fn(std::string(key.substr(1)), seq);
-  });
-}
-
-Status ChunkStore::ForEachHistogramSeries(
-    const std::function<Status(SeriesKey, HistogramSeriesInfo)>& fn) const {
-  return ForEachNameSummary(*db_, 'H', fn);
-}
-
-Result<uint64_t> ChunkStore::GetCheckpointLsn() const {
-  std::string value;
-  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), "m", &value);
-  if (s.IsNotFound()) return uint64_t{0};
-  TW_RETURN_IF_ERROR(FromRocks(s, "reading checkpoint"));
-  uint64_t lsn;
-  ByteReader in(value);
-  if (!in.GetFixed64(&lsn)) return Status::Corruption("bad checkpoint record");
-  return lsn;
 }
 
 Status ChunkStore::Sync() { return FromRocks(db_->FlushWAL(/*sync=*/true), "syncing store"); }

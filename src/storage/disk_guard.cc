@@ -20,67 +20,25 @@ double LastActivity(const RunInfo& run) {
   return std::max({run.end_time, run.last_write_time, run.last_heartbeat});
 }
 
-Retention::Retention(Engine& engine, Clock& clock, Logger& logger, RetentionOptions options,
+DiskGuard::DiskGuard(Engine& engine, Clock& clock, Logger& logger, DiskGuardOptions options,
                      DiskUsage usage, SetRefusal set_refusal)
     : engine_(engine),
       clock_(clock),
       logger_(logger),
-      options_(std::move(options)),
+      options_(options),
       usage_(std::move(usage)),
       set_refusal_(std::move(set_refusal)) {}
 
-Status Retention::RunOnce() {
-  Status ages = ApplyMaxAges();
-  Status guard = GuardDisk();
-  return ages.ok() ? guard : ages;
-}
-
-Status Retention::ApplyMaxAges() {
-  const double now = clock_.NowUnixSeconds();
-  for (const auto& [project, max_age] : options_.max_age_seconds) {
-    Result<uint64_t> deleted = engine_.DeleteChunksOlderThan(project, now - max_age);
-    if (!deleted.ok()) return deleted.status().WithContext("retention of project " + project);
-    if (*deleted > 0) {
-      logger_.Info("retention deleted old points",
-                   {{"project", project}, {"points", *deleted}, {"max_age_seconds", max_age}});
-    }
-    Result<uint64_t> histograms = engine_.DeleteHistogramsOlderThan(project, now - max_age);
-    if (!histograms.ok()) return histograms.status().WithContext("retention of project " + project);
-    Result<uint64_t> images = engine_.DeleteImagesOlderThan(project, now - max_age);
-    if (!images.ok()) return images.status().WithContext("retention of project " + project);
-    Result<uint64_t> texts = engine_.DeleteTextsOlderThan(project, now - max_age);
-    if (!texts.ok()) return texts.status().WithContext("retention of project " + project);
-    if (*histograms > 0 || *images > 0 || *texts > 0) {
-      logger_.Info("retention deleted old histograms, images and texts",
-                   {{"project", project}, {"histograms", *histograms}, {"images", *images},
-                    {"texts", *texts}, {"max_age_seconds", max_age}});
-    }
-  }
-  return Status::Ok();
-}
-
-double Retention::NextPollSeconds(double regular_seconds) const {
+double DiskGuard::NextPollSeconds(double regular_seconds) const {
   const bool near = last_used_percent_ < 0 || refusing_ ||
-                    last_used_percent_ >= options_.disk_threshold_percent -
+                    last_used_percent_ >= options_.threshold_percent -
                                               options_.near_threshold_margin_percent;
   return near ? std::min(regular_seconds, options_.near_threshold_poll_seconds) : regular_seconds;
 }
 
-Status Retention::GuardDisk() {
-  last_used_percent_ = -1;
-  TW_ASSIGN_OR_RETURN(double used, usage_());
-  last_used_percent_ = used;
-  if (used <= options_.disk_threshold_percent) {
-    if (refusing_) {
-      logger_.Info("disk guard: space available again; accepting writes", {{"used_percent", used}});
-      set_refusal_(Status::Ok());
-      refusing_ = false;
-    }
-    return Status::Ok();
-  }
-  // Runs that are over (a running run may still write) with no activity for long enough, the
-  // longest silent first.
-  const double cutoff = clock_.NowUnixSeconds() - options_.disk_guard_min_age_seconds;
+std::vector<RunInfo> DiskGuard::Candidates() const {
+  // Runs that are over (a running run may still write) with no activity for long enough.
+  const double cutoff = clock_.NowUnixSeconds() - options_.min_age_seconds;
   std::vector<RunInfo> candidates;
   for (RunInfo& run : engine_.ListRuns()) {
     const bool over = run.status == RunStatus::kFinished || run.status == RunStatus::kCrashed ||
@@ -90,6 +48,19 @@ Status Retention::GuardDisk() {
   std::sort(candidates.begin(), candidates.end(), [](const RunInfo& a, const RunInfo& b) {
     return LastActivity(a) < LastActivity(b);
   });
+  return candidates;
+}
+
+Status DiskGuard::RunOnce() {
+  last_used_percent_ = -1;
+  TW_ASSIGN_OR_RETURN(double used, usage_());
+  last_used_percent_ = used;
+  if (used <= options_.threshold_percent) {
+    if (refusing_) logger_.Info("disk guard: space available again; accepting writes", {{"used_percent", used}});
+    UpdateRefusal(used);
+    return Status::Ok();
+  }
+  const std::vector<RunInfo> candidates = Candidates();
   size_t deleted = 0;
   for (const RunInfo& run : candidates) {
     logger_.Warn("disk guard: deleting an old run",
@@ -102,23 +73,27 @@ Status Retention::GuardDisk() {
       TW_RETURN_IF_ERROR(engine_.CompactStore());  // deletions free space only once compacted
       TW_ASSIGN_OR_RETURN(used, usage_());
       last_used_percent_ = used;
-      if (used <= options_.disk_threshold_percent) break;
+      if (used <= options_.threshold_percent) break;
     }
   }
-  if (used > options_.disk_threshold_percent && !refusing_) {
-    std::string why = "disk is " + std::to_string(static_cast<int>(used)) +
-                      "% full (limit " + std::to_string(static_cast<int>(options_.disk_threshold_percent)) +
-                      "%) and no finished, crashed or stalled run silent for longer than the guard's minimum "
-                      "age is left to delete; "
-                      "writes are refused until space is freed";
+  UpdateRefusal(used);
+  return Status::Ok();
+}
+
+void DiskGuard::UpdateRefusal(double used) {
+  if (used > options_.threshold_percent && !refusing_) {
+    std::string why = "disk is " + std::to_string(static_cast<int>(used)) + "% full (limit " +
+                      std::to_string(static_cast<int>(options_.threshold_percent)) +
+                      "%) and no finished, crashed or stalled run silent for longer than the "
+                      "guard's minimum age is left to delete; writes are refused until space is "
+                      "freed";
     logger_.Error("disk guard: refusing writes", {{"used_percent", used}});
     set_refusal_(Status::ResourceExhausted(why));
     refusing_ = true;
-  } else if (used <= options_.disk_threshold_percent && refusing_) {
+  } else if (used <= options_.threshold_percent && refusing_) {
     set_refusal_(Status::Ok());
     refusing_ = false;
   }
-  return Status::Ok();
 }
 
 }  // namespace trainwatch::storage

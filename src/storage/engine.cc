@@ -57,7 +57,7 @@ Engine::~Engine() {
 }
 
 Status Engine::LoadStore() {
-  TW_RETURN_IF_ERROR(store_->ForEachRun([&](std::string project, std::string id, std::string json) {
+  TW_RETURN_IF_ERROR(store_->runs().ForEachRun([&](std::string project, std::string id, std::string json) {
     Result<nlohmann::json> j = ParseJson(json);
     if (!j.ok()) return Status::Corruption("run record of " + project + "/" + id + ": " + j.status().message());
     TW_ASSIGN_OR_RETURN(RunInfo info, RunInfo::FromJson(*j));
@@ -66,8 +66,7 @@ Status Engine::LoadStore() {
     runs_[RunKey{project, id}] = std::move(run);
     return Status::Ok();
   }));
-  TW_RETURN_IF_ERROR(LoadHistograms());
-  TW_RETURN_IF_ERROR(LoadMedia());
+  TW_RETURN_IF_ERROR(LoadStepEntries());
   TW_RETURN_IF_ERROR(store_->ForEachSeries([&](SeriesRecord record) {
     auto series = std::make_unique<Series>(record.id, record.key);
     series->gen = record.gen;
@@ -123,7 +122,7 @@ Status Engine::LoadStore() {
       }
     }
   }
-  TW_RETURN_IF_ERROR(store_->ForEachWriter([&](std::string writer, uint64_t seq) {
+  TW_RETURN_IF_ERROR(store_->writers().ForEach([&](std::string writer, uint64_t seq) {
     writers_[writer] = seq;
     return Status::Ok();
   }));
@@ -132,7 +131,7 @@ Status Engine::LoadStore() {
 }
 
 Status Engine::Replay() {
-  TW_ASSIGN_OR_RETURN(uint64_t checkpoint, store_->GetCheckpointLsn());
+  TW_ASSIGN_OR_RETURN(uint64_t checkpoint, store_->checkpoint().Get());
   {
     // Everything below the checkpoint is in the store: a checkpoint taken before any new record is
     // applied (a run deleted right after a restart) must not move it back, or the next start
@@ -303,7 +302,7 @@ Status Engine::Checkpoint() {
     // The writer sequences as of `lsn`, persisted with the chunks that hold what they cover.
     std::lock_guard writers_lock(writers_mu_);
     for (const std::string& writer : dirty_writers_) {
-      Status s = store_->PutWriterSequence(writer, writers_[writer]);
+      Status s = store_->writers().Put(writer, writers_[writer]);
       if (!s.ok()) return s.WithContext("persisting writer sequences");
     }
     dirty_writers_.clear();
@@ -314,7 +313,7 @@ Status Engine::Checkpoint() {
     return Status::IoError("sealed chunks failed to persist; keeping the log");
   }
   TW_RETURN_IF_ERROR(store_->Sync());
-  TW_RETURN_IF_ERROR(store_->PutCheckpointLsn(lsn + 1));
+  TW_RETURN_IF_ERROR(store_->checkpoint().Put(lsn + 1));
   TW_RETURN_IF_ERROR(log_->TruncateBefore(lsn + 1));
   checkpoints_.Add();
   logger_.Debug("checkpoint", {{"lsn", lsn}});

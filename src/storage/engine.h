@@ -11,6 +11,7 @@
 // callback thread; reads run concurrently with it under per-series shared locks.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -38,6 +39,7 @@
 #include "storage/media.h"
 #include "storage/run_info.h"
 #include "storage/series.h"
+#include "storage/step_entry.h"
 #include "trainwatch/v1/ingest.pb.h"
 
 namespace trainwatch::storage {
@@ -181,7 +183,7 @@ class Engine {
   // The encoded bytes of the stored image whose SHA-256 is `sha256` (32 raw bytes). NotFound if
   // no image has it.
   Result<std::string> ReadBlob(std::string_view sha256) const;
-  Result<bool> HasBlob(std::string_view sha256) const { return store_->HasBlob(sha256); }
+  Result<bool> HasBlob(std::string_view sha256) const;
   // How many distinct image blobs are stored, and their bytes.
   BlobChange BlobTotals() const;
 
@@ -229,8 +231,8 @@ class Engine {
 
   // --- open (engine.cc) ---
   Status LoadStore();
-  Status LoadHistograms();  // engine_histograms.cc
-  Status LoadMedia();       // engine_media.cc
+  // Loads every per-step kind's summaries and the blob totals (engine_step_entries.cc).
+  Status LoadStepEntries();
   // Creates a minimal run for data loaded before its run record. Caller holds runs_mu_ (or is Open).
   void EnsureLoadedRun(const RunKey& key);
   Status Replay();
@@ -283,16 +285,29 @@ class Engine {
   Status CollectVisible(const Series& series, int64_t from, int64_t to,
                         std::vector<Point>* out) const;
 
-  // --- images and texts (engine_media.cc) ---
-  using TagIndex = std::map<RunKey, std::map<std::string, TagSummary>>;
-  // The tags of `run` in `index`, by name; only `name` when it is not empty. Caller holds media_mu_.
-  std::vector<std::string> MediaTags(const TagIndex& index, const RunKey& run, const std::string& name) const;
-  Status CheckRunExists(const std::string& project, const std::string& run) const;
-  // Appends the run's image and text tags to a metric listing.
-  void ListMedia(const RunKey& run, std::vector<MetricInfo>* out) const;
-  // Deletes a run's images (releasing their blobs) and forgets its texts (DeleteRun).
-  Status DeleteRunMedia(const RunKey& run);
-  Result<uint64_t> DeleteMediaOlderThan(bool images, const std::string& project, double cutoff);
+  // --- per-step entries: histograms, images, texts (engine_step_entries.cc) ---
+  // One kind's index: run -> name -> summary, mirroring the store's "H", "I" or "T" records.
+  using EntryIndex = std::map<RunKey, std::map<std::string, StepEntrySummary>>;
+  // fn(name, step, index, value); false stops the scan.
+  using StepEntryVisitor = std::function<bool(const std::string& name, int64_t step,
+                                              uint32_t index, std::string_view value)>;
+  // Stores one entry of a kind (replacing the one at its place) and updates the index; `payload`
+  // is what the entry refers to (an image's bytes). A failure is logged and the entry skipped.
+  void ApplyStepEntry(StepEntryType type, const SeriesKey& name, int64_t step, uint32_t index,
+                      double time, std::string_view value, std::string_view payload);
+  Status CheckRunExists(const RunKey& run) const;
+  bool HasStepEntryName(StepEntryType type, const SeriesKey& name) const;
+  // Calls fn for a run's entries of a kind with from <= step <= to, by (name, step, index): of
+  // every name, or only of `name` when it is not empty. NotFound if the run is unknown.
+  Status ScanStepEntries(StepEntryType type, const RunKey& run, const std::string& name,
+                         int64_t from, int64_t to, const StepEntryVisitor& fn) const;
+  // Appends the run's names of every kind (kinds "histogram", "image", "text") to a listing.
+  void ListStepEntries(const RunKey& run, std::vector<MetricInfo>* out) const;
+  // Deletes a run's entries of every kind (releasing their blobs), its metadata and its graph
+  // (DeleteRun).
+  Status DeleteRunStepEntries(const RunKey& run);
+  Result<uint64_t> DeleteStepEntriesOlderThan(StepEntryType type, const std::string& project,
+                                              double cutoff);
 
   const EngineOptions options_;
   std::unique_ptr<Log> log_;
@@ -320,18 +335,12 @@ class Engine {
   std::unordered_map<std::string, std::unordered_map<std::string, uint32_t>> metric_ids_;  // GUARDED_BY(runs_mu_)
   SeriesId next_series_id_ = 1;  // GUARDED_BY(runs_mu_)
 
-  // The histogram index: run -> histogram name -> summary, mirroring the store's "H" records. The
-  // mutex also serialises the read-modify-write of those records (applier versus retention).
-  mutable std::mutex histograms_mu_;
-  std::map<RunKey, std::map<std::string, HistogramSeriesInfo>> histograms_;  // GUARDED_BY(histograms_mu_)
-
-  // The image and text indexes: run -> tag -> summary, mirroring the store's "I" and "T" records,
-  // and the blob totals. The mutex also serialises the store's image writes, which read the
-  // reference counts they rewrite (applier versus retention and deletion).
-  mutable std::mutex media_mu_;
-  TagIndex images_;          // GUARDED_BY(media_mu_)
-  TagIndex texts_;           // GUARDED_BY(media_mu_)
-  BlobChange blob_totals_;   // GUARDED_BY(media_mu_)
+  // The per-step entry indexes, one per kind, and the blob totals. The mutex also serialises the
+  // store's entry writes, which read what they rewrite (an old entry, its summary, reference
+  // counts): applier versus retention and deletion.
+  mutable std::mutex entries_mu_;
+  std::array<EntryIndex, kStepEntryTypes> entries_;  // GUARDED_BY(entries_mu_)
+  BlobChange blob_totals_;                           // GUARDED_BY(entries_mu_)
 
   mutable std::mutex writers_mu_;
   std::unordered_map<std::string, uint64_t> writers_;  // GUARDED_BY(writers_mu_)

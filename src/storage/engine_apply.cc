@@ -205,7 +205,7 @@ void Engine::ApplyClockPoint(Series& clock, const Point& p) {
 void Engine::ApplyMetadata(Run& run, const v1::RunMetadata& meta) {
   if (meta.has_graph_json()) {
     // Stored before the run record that says it is there; outside runs_mu_ (it may be megabytes).
-    Status s = store_->PutGraph(run.info.project, run.info.id, meta.graph_json());
+    Status s = store_->runs().PutGraph(run.info.project, run.info.id, meta.graph_json());
     if (!s.ok()) logger_.Error("persisting graph", {{"error", s.ToString()}});
   }
   std::unique_lock lock(runs_mu_);
@@ -226,7 +226,7 @@ void Engine::ApplyMetadata(Run& run, const v1::RunMetadata& meta) {
   if (meta.has_start_time()) info.start_time = meta.start_time();
   if (meta.has_end_time()) info.end_time = meta.end_time();
   if (meta.has_host()) info.host = meta.host();
-  Status s = store_->PutRun(info.project, info.id, info.ToJson().dump());
+  Status s = store_->runs().PutRun(info.project, info.id, info.ToJson().dump());
   if (!s.ok()) logger_.Error("persisting run metadata", {{"error", s.ToString()}});
 }
 
@@ -241,7 +241,7 @@ void Engine::ApplyHeartbeat(Run& run, const v1::Heartbeat& heartbeat) {
     info.status = RunStatus::kRunning;
     info.end_time = 0;
   }
-  Status s = store_->PutRun(info.project, info.id, info.ToJson().dump());
+  Status s = store_->runs().PutRun(info.project, info.id, info.ToJson().dump());
   if (!s.ok()) logger_.Error("persisting heartbeat", {{"error", s.ToString()}});
 }
 
@@ -258,7 +258,7 @@ Engine::Run& Engine::GetOrCreateRun(const std::string& project, const std::strin
   run->info.id = id;
   run->info.name = id;
   run->info.start_time = first_time;
-  Status s = store_->PutRun(project, id, run->info.ToJson().dump());
+  Status s = store_->runs().PutRun(project, id, run->info.ToJson().dump());
   if (!s.ok()) logger_.Error("persisting new run", {{"error", s.ToString()}});
   std::unique_lock lock(runs_mu_);
   auto& slot = runs_[key];

@@ -46,12 +46,8 @@ Status Engine::DeleteRun(const std::string& project, const std::string& run) {
       s->has_latest = false;
       s->PublishLatest();
     }
-    TW_RETURN_IF_ERROR(DeleteRunMedia(RunKey{project, run}));
-    {
-      std::lock_guard histograms_lock(histograms_mu_);
-      histograms_.erase(RunKey{project, run});
-      TW_RETURN_IF_ERROR(store_->DeleteRun(project, run));  // metadata, graph and histograms
-    }
+    // Histograms, images, texts, then the run's metadata and graph.
+    TW_RETURN_IF_ERROR(DeleteRunStepEntries(RunKey{project, run}));
     std::unique_lock lock(runs_mu_);
     for (auto& s : series) deleted_series_.push_back(std::move(s));
   }

@@ -267,22 +267,7 @@ std::vector<MetricInfo> Engine::ListMetrics(const std::string& project, const st
     if (!series->head.empty()) see(series->head.front().step, series->head.back().step, series->head.size());
     out.push_back(std::move(info));
   }
-  {
-    std::lock_guard lock(histograms_mu_);
-    auto it = histograms_.find(RunKey{project, run});
-    if (it != histograms_.end()) {
-      for (const auto& [name, h] : it->second) {
-        MetricInfo info;
-        info.name = name;
-        info.kind = "histogram";
-        info.count = h.count;
-        info.first_step = h.first_step;
-        info.last_step = h.last_step;
-        out.push_back(std::move(info));
-      }
-    }
-  }
-  ListMedia(RunKey{project, run}, &out);
+  ListStepEntries(RunKey{project, run}, &out);
   // By name; a scalar before a histogram, an image and a text of the same name.
   std::stable_sort(out.begin(), out.end(),
                    [](const MetricInfo& a, const MetricInfo& b) { return a.name < b.name; });
@@ -308,7 +293,7 @@ Result<std::string> Engine::ReadGraph(const std::string& project, const std::str
     if (it == runs_.end()) return Status::NotFound("no run '" + run + "' in project '" + project + "'");
     if (!it->second->info.has_graph) return Status::NotFound("run '" + run + "' has no graph");
   }
-  return store_->GetGraph(project, run);
+  return store_->runs().GetGraph(project, run);
 }
 
 std::vector<std::vector<std::pair<std::string, Point>>> Engine::LatestValues(

@@ -1,6 +1,7 @@
 // Histograms: the distribution of one metric at one step, stored whole, one store value each
-// (docs/format/store.md, "h" and "H" keys). Unlike scalar points they have no heads, chunks or
-// timelines: a histogram written again at the same step replaces the earlier one.
+// (docs/format/store.md, "h" and "H" keys): a kind of per-step entry (step_entry.h). Unlike scalar
+// points they have no heads, chunks or timelines: a histogram written again at the same step
+// replaces the earlier one.
 #pragma once
 
 #include <cstdint>
@@ -23,16 +24,6 @@ struct Histogram {
   double time = 0;  // unix seconds
   std::vector<double> edges;
   std::vector<double> counts;
-};
-
-// What the engine keeps in memory for one histogram name of a run (the "H" record).
-struct HistogramSeriesInfo {
-  uint64_t count = 0;  // stored histograms (distinct steps)
-  int64_t first_step = 0;
-  int64_t last_step = 0;
-  // No stored histogram is older than this (a lower bound: replacing a histogram may leave it
-  // lower than the oldest time; retention recomputes it exactly when it scans).
-  double min_time = std::numeric_limits<double>::infinity();
 };
 
 // The "h" value of a histogram (its step is in the key). Values are kept bit-exact.

@@ -1,5 +1,5 @@
-// Images and texts: what a run logs per (tag, step) besides numbers (docs/format/store.md, "i",
-// "t").
+// Images and texts: what a run logs per (tag, step) besides numbers, and their store values
+// (docs/format/store.md, "i" and "t"). They are per-step entries (step_entry.h).
 //
 // An image entry points at its encoded bytes by SHA-256: the bytes are stored once (a "blob")
 // however many entries of any run refer to them, and a blob goes when the last entry referring to
@@ -10,16 +10,12 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <string_view>
 
-#include "storage/histogram.h"
-#include "storage/image_format.h"
+#include "common/image_format.h"
+#include "common/status.h"
 
 namespace trainwatch::storage {
-
-// What the engine keeps in memory for one image or text tag of a run (the "I" and "T" records):
-// the same fields, and the same encoding, as a histogram name's summary. `count` counts entries
-// ((step, index) pairs for images).
-using TagSummary = HistogramSeriesInfo;
 
 inline constexpr size_t kSha256Bytes = 32;
 
@@ -57,5 +53,16 @@ struct MediaReadOptions {
   int64_t to_step = std::numeric_limits<int64_t>::max();
   size_t limit = std::numeric_limits<size_t>::max();
 };
+
+// The "i" value of an image entry (its tag, step and index are in the key).
+std::string EncodeImageEntry(const ImageEntry& entry);
+// Decodes an "i" value (name, step and index are left as they are); false if it is not one.
+bool DecodeImageEntry(std::string_view data, ImageEntry* entry);
+// The "t" value of a text, and back.
+std::string EncodeTextEntry(const TextEntry& entry);
+bool DecodeTextEntry(std::string_view data, TextEntry* entry);
+// The time of an "i" or "t" value (both start with the version and the time). Corruption if the
+// value is too short or of an unknown version.
+Result<double> DecodeMediaEntryTime(std::string_view data);
 
 }  // namespace trainwatch::storage

@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "storage/point.h"
+#include "storage/encoding/point.h"
 #include "storage/series_key.h"
 
 namespace trainwatch::storage {

@@ -17,7 +17,7 @@
 #include "server/server.h"
 #include "spool_sync.h"
 #include "storage/engine.h"
-#include "storage/image_test_util.h"
+#include "common/testing/image_test_util.h"
 
 namespace trainwatch {
 namespace {
@@ -206,7 +206,7 @@ TEST_F(ClientTest, ABurstOfImagesIsSplitBelowTheServersRequestLimit) {
   auto run = client.StartRun(Quiet("images"));
   constexpr int kImages = 12;  // ~2.4 MB in all: more than twice the server's limit
   for (int i = 0; i < kImages; ++i) {
-    std::string png = storage::test_images::Png(64, 64, 8, 2, static_cast<uint8_t>(i));
+    std::string png = test_images::Png(64, 64, 8, 2, static_cast<uint8_t>(i));
     png.append(200 << 10, static_cast<char>(i));  // past IEND: the server reads the header only
     run->LogImage(i, "samples", std::move(png), "burst");
   }

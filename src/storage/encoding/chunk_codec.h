@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "storage/point.h"
+#include "storage/encoding/point.h"
 
 namespace trainwatch::storage {
 

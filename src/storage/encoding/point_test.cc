@@ -1,4 +1,4 @@
-#include "storage/point.h"
+#include "storage/encoding/point.h"
 
 #include <gtest/gtest.h>
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace trainwatch::storage::test_images {
+namespace trainwatch::test_images {
 
 inline void Be32(std::string* out, uint32_t v) {
   for (int shift : {24, 16, 8, 0}) out->push_back(static_cast<char>((v >> shift) & 0xFF));
@@ -124,4 +124,4 @@ inline std::string WebpExtended(uint32_t width, uint32_t height) {
   return Riff("VP8X", p);
 }
 
-}  // namespace trainwatch::storage::test_images
+}  // namespace trainwatch::test_images

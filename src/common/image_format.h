@@ -12,7 +12,7 @@
 
 #include "common/status.h"
 
-namespace trainwatch::storage {
+namespace trainwatch {
 
 // The values are stored in image entries (docs/format/store.md): never renumber.
 enum class ImageFormat : uint8_t { kPng = 0, kJpeg = 1, kGif = 2, kWebp = 3 };
@@ -30,4 +30,4 @@ std::string_view MimeType(ImageFormat format);
 // bytes are not a PNG, JPEG, GIF or WebP image or their dimensions cannot be read.
 Result<ImageInfo> InspectImage(std::string_view bytes);
 
-}  // namespace trainwatch::storage
+}  // namespace trainwatch

@@ -1,10 +1,10 @@
-#include "storage/sha256.h"
+#include "common/sha256.h"
 
 #include <openssl/sha.h>
 
 #include "common/strings.h"
 
-namespace trainwatch::storage {
+namespace trainwatch {
 
 std::string Sha256(std::string_view data) {
   std::string digest(SHA256_DIGEST_LENGTH, '\0');
@@ -25,4 +25,4 @@ bool ParseSha256Hex(std::string_view hex, std::string* raw) {
   return true;
 }
 
-}  // namespace trainwatch::storage
+}  // namespace trainwatch

@@ -1,11 +1,11 @@
-#include "storage/image_format.h"
+#include "common/image_format.h"
 
 #include <zlib.h>
 
 #include <cstdio>
 #include <string>
 
-namespace trainwatch::storage {
+namespace trainwatch {
 namespace {
 
 uint8_t At(std::string_view b, size_t i) { return static_cast<uint8_t>(b[i]); }
@@ -190,4 +190,4 @@ Result<ImageInfo> InspectImage(std::string_view b) {
       "not a PNG, JPEG, GIF or WebP image (first bytes: " + FirstBytesHex(b) + ")");
 }
 
-}  // namespace trainwatch::storage
+}  // namespace trainwatch

@@ -5,11 +5,11 @@
 #include <string>
 #include <string_view>
 
-namespace trainwatch::storage {
+namespace trainwatch {
 
 // The 32-byte digest of `data`.
 std::string Sha256(std::string_view data);
 // Parses 64 hex digits (either case) into 32 raw bytes; false for anything else.
 bool ParseSha256Hex(std::string_view hex, std::string* raw);
 
-}  // namespace trainwatch::storage
+}  // namespace trainwatch

@@ -1,4 +1,4 @@
-#include "storage/disk_guard.h"
+#include "storage/retention.h"
 
 #include <future>
 

@@ -1,6 +1,6 @@
 // InspectImage: the format and size of each kind, the refusals with their reasons, and untrusted
 // bytes (every truncation, random bytes behind each signature) read without overrunning.
-#include "storage/image_format.h"
+#include "common/image_format.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "storage/image_test_util.h"
+#include "common/testing/image_test_util.h"
 
-namespace trainwatch::storage {
+namespace trainwatch {
 namespace {
 
 using ::testing::HasSubstr;
@@ -104,4 +104,4 @@ TEST(ImageFormatTest, EveryTruncationAndRandomTailIsReadSafely) {
 }
 
 }  // namespace
-}  // namespace trainwatch::storage
+}  // namespace trainwatch

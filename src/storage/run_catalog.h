@@ -1,0 +1,45 @@
+// RunCatalog: each run's metadata record and model graph, in the store's RocksDB database
+// (docs/format/store.md):
+//   "r" project "\0" run -> run metadata (JSON, run_info.h)
+//   "g" project "\0" run -> the run's model graph (JSON)
+// Thread-safe.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+
+namespace rocksdb {
+class DB;
+class WriteBatch;
+}  // namespace rocksdb
+
+namespace trainwatch::storage {
+
+class RunCatalog {
+ public:
+  // `db` must outlive this object.
+  explicit RunCatalog(rocksdb::DB& db) : db_(db) {}
+  RunCatalog(const RunCatalog&) = delete;
+  RunCatalog& operator=(const RunCatalog&) = delete;
+
+  Status PutRun(const std::string& project, const std::string& run, const std::string& json);
+  // Start-up loading: calls fn for every run record, in key order.
+  Status ForEachRun(const std::function<Status(std::string project, std::string run,
+                                               std::string json)>& fn) const;
+
+  Status PutGraph(const std::string& project, const std::string& run, std::string_view json);
+  // NotFound if the run has no graph.
+  Result<std::string> GetGraph(const std::string& project, const std::string& run) const;
+
+  // Adds the deletion of a run's record and graph to `batch`.
+  void AddRunDeletion(const std::string& project, const std::string& run,
+                      rocksdb::WriteBatch* batch) const;
+
+ private:
+  rocksdb::DB& db_;
+};
+
+}  // namespace trainwatch::storage
