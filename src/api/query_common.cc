@@ -21,13 +21,12 @@ bool RequireRun(ApiContext& ctx, const HttpRequest& req, const Responder& respon
     respond(HttpResponse::Error(400, "query parameter 'run' is required"));
     return false;
   }
-  std::string project = req.Param("project", "default");
-  auto found = ctx.engine.GetRun(project, run);
-  if (!found) {
-    respond(HttpResponse::Error(404, "no run '" + run + "' in project '" + project + "'"));
+  Result<storage::RunInfo> found = ctx.querier.GetRun({req.Param("project", "default"), run});
+  if (!found.ok()) {
+    respond(HttpResponse::Error(HttpStatusOf(found.status()), found.status().message()));
     return false;
   }
-  *info = std::move(*found);
+  *info = std::move(found).value();
   return true;
 }
 

@@ -10,6 +10,7 @@
 #include "api/server_info.h"
 #include "common/metrics_registry.h"
 #include "ingest/ingestor.h"
+#include "query/querier.h"
 #include "storage/engine.h"
 
 namespace trainwatch::api {
@@ -17,6 +18,8 @@ namespace trainwatch::api {
 // Everything the handlers use; must outlive the server.
 struct ApiContext {
   storage::Engine& engine;
+  // Every read of runs and scalar series (run_routes.cc, series_routes.cc, export_routes.cc).
+  query::Querier& querier;
   ingest::Ingestor& ingestor;
   MetricsRegistry& metrics;
   LiveHub& live;

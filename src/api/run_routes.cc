@@ -1,29 +1,11 @@
 // GET /api/v1/runs (run search), /api/v1/run and /api/v1/metrics.
-#include <algorithm>
-
 #include "api/json_writer.h"
 #include "api/query_common.h"
-#include "api/query_params.h"
 #include "api/routes.h"
 #include "api/run_search.h"
 
 namespace trainwatch::api {
 namespace {
-
-constexpr size_t kMaxRunsPerPage = 10'000;
-
-std::vector<std::string> SplitComma(const std::string& text) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    std::string part = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (!part.empty()) out.push_back(part);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
-}
 
 void AppendLatest(std::string* out, const std::vector<std::pair<std::string, storage::Point>>& latest) {
   out->push_back('{');
@@ -78,27 +60,9 @@ void AppendRunFields(std::string* out, const storage::RunInfo& info) {
 }
 
 void HandleRuns(ApiContext& ctx, HttpRequest&& req, Responder respond) {
-  RunQuery query;
-  query.project = req.Param("project");
-  query.name_regex = req.Param("q");
-  query.tags = req.Params("tag");
-  query.status = req.Param("status");
-  query.group = req.Param("group");
-  query.sort = req.Param("sort", query.sort);
-  query.latest = SplitComma(req.Param("latest"));
-  for (const auto& [key, value] : req.query) {
-    if (key.starts_with("config.")) query.config[key.substr(7)] = value;
-  }
-  int64_t n;
-  if (std::string v = req.Param("limit"); !v.empty()) {
-    if (!ParseInt(v, &n) || n < 0) return respond(HttpResponse::Error(400, "limit must be a non-negative integer"));
-    query.limit = std::min<size_t>(n, kMaxRunsPerPage);
-  }
-  if (std::string v = req.Param("offset"); !v.empty()) {
-    if (!ParseInt(v, &n) || n < 0) return respond(HttpResponse::Error(400, "offset must be a non-negative integer"));
-    query.offset = n;
-  }
-  Result<RunPage> page = SearchRuns(ctx.engine, query);
+  query::RunSearch query;
+  if (auto error = ParseRunSearch(req, &query)) return respond(std::move(*error));
+  Result<query::RunPage> page = ctx.querier.SearchRuns(query);
   if (!page.ok()) return respond(HttpResponse::Error(HttpStatusOf(page.status()), page.status().message()));
   std::string body;
   body.reserve(page->rows.size() * (256 + 64 * query.latest.size()));
@@ -144,14 +108,14 @@ void HandleRun(ApiContext& ctx, HttpRequest&& req, Responder respond) {
   if (!RequireRun(ctx, req, respond, &info)) return;
   std::string body = "{";
   AppendRunFields(&body, info);
-  body += ",\"metrics\":" + MetricsJson(ctx.engine.ListMetrics(info.project, info.id)) + "}\n";
+  body += ",\"metrics\":" + MetricsJson(ctx.querier.ListMetrics({info.project, info.id})) + "}\n";
   respond(HttpResponse::Json(200, std::move(body)));
 }
 
 void HandleMetrics(ApiContext& ctx, HttpRequest&& req, Responder respond) {
   storage::RunInfo info;
   if (!RequireRun(ctx, req, respond, &info)) return;
-  respond(HttpResponse::Json(200, MetricsJson(ctx.engine.ListMetrics(info.project, info.id)) + "\n"));
+  respond(HttpResponse::Json(200, MetricsJson(ctx.querier.ListMetrics({info.project, info.id})) + "\n"));
 }
 
 }  // namespace

@@ -1,47 +1,21 @@
-// RunSearch: filters, sorts and pages runs for GET /api/v1/runs.
+// The query parameters of GET /api/v1/runs, parsed into a query::RunSearch.
 #pragma once
 
-#include <map>
-#include <memory>
-#include <string>
-#include <vector>
+#include <cstddef>
+#include <optional>
 
-#include "common/status.h"
-#include "storage/engine.h"
-
-namespace re2 {
-class RE2;
-}
+#include "api/http_server.h"
+#include "query/run_search.h"
 
 namespace trainwatch::api {
 
-struct RunQuery {
-  std::string project;       // empty: every project
-  std::string name_regex;    // RE2, unanchored, matched against the display name
-  std::vector<std::string> tags;  // every one must be present
-  std::string status;
-  std::string group;
-  // "lr" -> "0.001": the config value at the dotted path must equal the text (numbers compare as
-  // numbers, strings as strings, anything else by its JSON text).
-  std::map<std::string, std::string> config;
-  // name | start_time | last_write_time | status | metric:<name>; '-' prefix for descending.
-  std::string sort = "-start_time";
-  size_t offset = 0;
-  size_t limit = 100;
-  std::vector<std::string> latest;  // metrics whose latest value to include
-};
+// The most runs one page holds (a larger `limit` is cut to it).
+constexpr size_t kMaxRunsPerPage = 10'000;
 
-struct RunRow {
-  storage::RunInfo info;
-  std::vector<std::pair<std::string, storage::Point>> latest;  // in the order asked
-};
-
-struct RunPage {
-  size_t total = 0;  // matches before paging
-  std::vector<RunRow> rows;
-};
-
-// InvalidArgument for a bad regex (with RE2's reason) or an unknown sort key.
-Result<RunPage> SearchRuns(const storage::Engine& engine, const RunQuery& query);
+// Reads project, q (the name regex), tag (repeated), status, group, config.<path>=<value>, sort,
+// latest (comma-separated metric names), limit and offset (non-negative integers). A 400 that names
+// the parameter when limit or offset is malformed; the regex and the sort key are checked by the
+// search itself.
+std::optional<HttpResponse> ParseRunSearch(const HttpRequest& req, query::RunSearch* search);
 
 }  // namespace trainwatch::api

@@ -5,10 +5,10 @@
 namespace trainwatch::api {
 namespace {
 
-bool ParseAxis(const std::string& text, storage::XAxis* axis) {
-  if (text == "step" || text.empty()) *axis = storage::XAxis::kStep;
-  else if (text == "time") *axis = storage::XAxis::kWallTime;
-  else if (text == "relative") *axis = storage::XAxis::kRelativeTime;
+bool ParseAxis(const std::string& text, query::XAxis* axis) {
+  if (text == "step" || text.empty()) *axis = query::XAxis::kStep;
+  else if (text == "time") *axis = query::XAxis::kWallTime;
+  else if (text == "relative") *axis = query::XAxis::kRelativeTime;
   else return false;
   return true;
 }
@@ -41,6 +41,26 @@ std::optional<HttpResponse> ParseSeriesQuery(const HttpRequest& req, size_t max_
                                           " (--max-raw-points)");
     }
     q->limit = static_cast<size_t>(limit);
+  }
+  return std::nullopt;
+}
+
+std::optional<HttpResponse> ParseSingleSeriesQuery(const HttpRequest& req, size_t max_raw_points, SeriesQuery* q) {
+  if (auto error = ParseSeriesQuery(req, max_raw_points, q)) return error;
+  std::string metric = req.Param("metric");
+  if (metric.empty()) return HttpResponse::Error(400, "query parameter 'metric' is required");
+  q->metrics = {std::move(metric)};
+  return std::nullopt;
+}
+
+std::optional<HttpResponse> ParseSeriesBatchQuery(const HttpRequest& req, size_t max_raw_points, SeriesQuery* q) {
+  if (auto error = ParseSeriesQuery(req, max_raw_points, q)) return error;
+  q->metrics = req.Params("metric");
+  if (q->metrics.empty()) return HttpResponse::Error(400, "query parameter 'metric' (one or more) is required");
+  if (q->buckets == 0) return HttpResponse::Error(400, "query parameter 'buckets' is required");
+  if (q->metrics.size() * q->runs.size() > kMaxSeriesPerQuery) {
+    return HttpResponse::Error(400, "more than " + std::to_string(kMaxSeriesPerQuery) +
+                                        " series (runs × metrics) in one query");
   }
   return std::nullopt;
 }

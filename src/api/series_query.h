@@ -1,4 +1,5 @@
-// The parameters GET /api/v1/series and /api/v1/series/batch share, parsed from a request's query.
+// The parameters of GET /api/v1/series and /api/v1/series/batch, parsed from a request's query into
+// the query layer's requests (query/series_request.h).
 #pragma once
 
 #include <cmath>
@@ -9,7 +10,7 @@
 #include <vector>
 
 #include "api/http_server.h"
-#include "storage/downsample.h"
+#include "query/series_request.h"
 
 namespace trainwatch::api {
 
@@ -20,16 +21,32 @@ constexpr size_t kMaxSeriesPerQuery = 1'000;
 struct SeriesQuery {
   std::string project;
   std::vector<std::string> runs;
-  std::string x_text;
-  storage::XAxis axis = storage::XAxis::kStep;
+  std::vector<std::string> metrics;  // one for /api/v1/series
+  std::string x_text;                // as given: echoed in the answer
+  query::XAxis axis = query::XAxis::kStep;
   double from = -INFINITY, to = INFINITY;
   int64_t buckets = 0;  // 0: raw points
   size_t limit = 0;     // raw points in the whole answer (ApiContext::max_raw_points, or fewer)
+
+  query::SeriesSelection Selection() const { return {project, runs, axis, from, to}; }
+  // The raw read of metrics.front() (a parsed single-series query).
+  query::RawRequest Raw() const { return {Selection(), metrics.front(), limit}; }
+  // The downsampling of every metric (buckets > 0).
+  query::DownsampleRequest Downsampled() const {
+    return {Selection(), metrics, static_cast<uint32_t>(buckets)};
+  }
 };
 
 // Reads project (default "default"), run (one or more), x (step, time or relative; default step),
 // from, to (finite numbers), buckets (1..kMaxBuckets) and limit (1..max_raw_points; default
 // max_raw_points); a 400 that names the parameter when one is missing or malformed.
 std::optional<HttpResponse> ParseSeriesQuery(const HttpRequest& req, size_t max_raw_points, SeriesQuery* q);
+
+// /api/v1/series: the above and `metric` (required; the first one given).
+std::optional<HttpResponse> ParseSingleSeriesQuery(const HttpRequest& req, size_t max_raw_points, SeriesQuery* q);
+
+// /api/v1/series/batch: the above with `metric` one or more times and `buckets` required, and at
+// most kMaxSeriesPerQuery runs × metrics.
+std::optional<HttpResponse> ParseSeriesBatchQuery(const HttpRequest& req, size_t max_raw_points, SeriesQuery* q);
 
 }  // namespace trainwatch::api

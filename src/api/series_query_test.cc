@@ -37,7 +37,7 @@ TEST(SeriesQueryTest, DefaultsForEverythingButTheRuns) {
   EXPECT_EQ(q.project, "default");
   EXPECT_THAT(q.runs, ElementsAre("a", "b c"));
   EXPECT_EQ(q.x_text, "step");
-  EXPECT_EQ(q.axis, storage::XAxis::kStep);
+  EXPECT_EQ(q.axis, query::XAxis::kStep);
   EXPECT_EQ(q.from, -INFINITY);
   EXPECT_EQ(q.to, INFINITY);
   EXPECT_EQ(q.buckets, 0);
@@ -48,16 +48,16 @@ TEST(SeriesQueryTest, ReadsEveryParameter) {
   SeriesQuery q;
   ASSERT_EQ(Error("/s?project=vision&run=r1&x=relative&from=-1.5&to=1e3&buckets=500&limit=10", &q), "");
   EXPECT_EQ(q.project, "vision");
-  EXPECT_EQ(q.axis, storage::XAxis::kRelativeTime);
+  EXPECT_EQ(q.axis, query::XAxis::kRelativeTime);
   EXPECT_EQ(q.x_text, "relative");
   EXPECT_EQ(q.from, -1.5);
   EXPECT_EQ(q.to, 1000);
   EXPECT_EQ(q.buckets, 500);
   EXPECT_EQ(q.limit, 10u);
   ASSERT_EQ(Error("/s?run=r&x=time", &q), "");
-  EXPECT_EQ(q.axis, storage::XAxis::kWallTime);
+  EXPECT_EQ(q.axis, query::XAxis::kWallTime);
   ASSERT_EQ(Error("/s?run=r&x=", &q), "");  // empty: step
-  EXPECT_EQ(q.axis, storage::XAxis::kStep);
+  EXPECT_EQ(q.axis, query::XAxis::kStep);
   EXPECT_EQ(q.x_text, "");
 }
 
@@ -97,6 +97,60 @@ TEST(SeriesQueryTest, AnEmptyValueIsTheDefault) {
   EXPECT_EQ(q.to, INFINITY);
   EXPECT_EQ(q.buckets, 0);
   EXPECT_EQ(q.limit, kMaxRaw);
+}
+
+// The 400's message of a single-series or batch query, or "" when it parses.
+std::string SingleError(const std::string& target, SeriesQuery* q = nullptr) {
+  SeriesQuery ignored;
+  std::optional<HttpResponse> error = ParseSingleSeriesQuery(Get(target), kMaxRaw, q ? q : &ignored);
+  if (!error) return "";
+  EXPECT_EQ(error->status, 400);
+  return error->body;
+}
+
+std::string BatchError(const std::string& target, SeriesQuery* q = nullptr) {
+  SeriesQuery ignored;
+  std::optional<HttpResponse> error = ParseSeriesBatchQuery(Get(target), kMaxRaw, q ? q : &ignored);
+  if (!error) return "";
+  EXPECT_EQ(error->status, 400);
+  return error->body;
+}
+
+TEST(SeriesQueryTest, OneSeriesNeedsAMetricAndBecomesARawOrDownsampledRequest) {
+  EXPECT_THAT(SingleError("/s?run=r"), HasSubstr("query parameter 'metric' is required"));
+  EXPECT_THAT(SingleError("/s?run=r&metric="), HasSubstr("query parameter 'metric' is required"));
+  EXPECT_THAT(SingleError("/s?metric=loss"), HasSubstr("'run' (one or more) is required"));  // runs first
+  SeriesQuery q;
+  ASSERT_EQ(SingleError("/s?project=p&run=a&run=b&metric=loss&metric=acc&from=3&to=9&limit=7", &q), "");
+  EXPECT_THAT(q.metrics, ElementsAre("loss"));  // the first one
+  query::RawRequest raw = q.Raw();
+  EXPECT_EQ(raw.selection.project, "p");
+  EXPECT_THAT(raw.selection.runs, ElementsAre("a", "b"));
+  EXPECT_EQ(raw.selection.from, 3);
+  EXPECT_EQ(raw.selection.to, 9);
+  EXPECT_EQ(raw.metric, "loss");
+  EXPECT_EQ(raw.limit, 7u);
+  ASSERT_EQ(SingleError("/s?run=a&metric=loss&x=time&buckets=20", &q), "");
+  query::DownsampleRequest down = q.Downsampled();
+  EXPECT_EQ(down.selection.axis, query::XAxis::kWallTime);
+  EXPECT_THAT(down.metrics, ElementsAre("loss"));
+  EXPECT_EQ(down.buckets, 20u);
+}
+
+TEST(SeriesQueryTest, BatchNeedsMetricsAndBucketsWithinTheSeriesCap) {
+  EXPECT_THAT(BatchError("/s?run=r&buckets=5"), HasSubstr("query parameter 'metric' (one or more) is required"));
+  EXPECT_THAT(BatchError("/s?run=r&metric=m"), HasSubstr("query parameter 'buckets' is required"));
+  EXPECT_THAT(BatchError("/s?run=r&metric=m&buckets=0"), HasSubstr("buckets must be an integer from 1 to 100000"));
+  std::string many = "/s?buckets=5&metric=a&metric=b";
+  for (size_t i = 0; i < kMaxSeriesPerQuery / 2; ++i) many += "&run=r" + std::to_string(i);
+  EXPECT_EQ(BatchError(many), "");  // exactly kMaxSeriesPerQuery series
+  EXPECT_THAT(BatchError(many + "&metric=c"), HasSubstr("more than 1000 series (runs × metrics) in one query"));
+  SeriesQuery q;
+  ASSERT_EQ(BatchError("/s?run=r&metric=m1&metric=m2&buckets=9&x=relative", &q), "");
+  query::DownsampleRequest down = q.Downsampled();
+  EXPECT_THAT(down.metrics, ElementsAre("m1", "m2"));
+  EXPECT_EQ(down.buckets, 9u);
+  EXPECT_EQ(down.selection.axis, query::XAxis::kRelativeTime);
 }
 
 }  // namespace

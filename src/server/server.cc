@@ -25,6 +25,7 @@
 #include "ingest/grpc_tls.h"
 #include "ingest/ingestor.h"
 #include "notify/outbox.h"
+#include "query/local_querier.h"
 #include "server/data_dir_lock.h"
 #include "server/liveness.h"
 #include "server/version.h"
@@ -47,6 +48,7 @@ struct Server::Parts {
   std::unique_ptr<auth::TokenIssuer> tokens;
   std::unique_ptr<auth::AuditLog> audit;
   std::unique_ptr<storage::Engine> engine;
+  std::unique_ptr<query::LocalQuerier> querier;  // the API's reads of the engine
   std::unique_ptr<ingest::Ingestor> ingestor;
   std::unique_ptr<LivenessMonitor> liveness;
   std::unique_ptr<api::LiveHub> live;
@@ -280,8 +282,9 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   info.version = kVersion;
   info.grpc_address = grpc_address.substr(0, grpc_address.rfind(':') + 1) + std::to_string(p->grpc_port);
   info.grpc_tls = config.tls();
+  p->querier = std::make_unique<query::LocalQuerier>(*p->engine);
   p->api = std::make_unique<api::ApiContext>(
-      api::ApiContext{*p->engine, *p->ingestor, p->metrics, *p->live, std::move(info), p->clock, p->alerts.get(), {}});
+      api::ApiContext{*p->engine, *p->querier, *p->ingestor, p->metrics, *p->live, std::move(info), p->clock, p->alerts.get(), {}});
   p->api->keys = p->keys.get();
   p->api->audit = p->audit.get();
   p->api->max_raw_points = config.max_raw_points;

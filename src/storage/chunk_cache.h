@@ -9,7 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "storage/downsample.h"
+#include "storage/block_summary.h"
 #include "storage/encoding/point.h"
 #include "storage/series_key.h"
 

@@ -33,12 +33,12 @@
 #include "common/status.h"
 #include "storage/chunk_cache.h"
 #include "storage/chunk_store.h"
-#include "storage/downsample.h"
 #include "storage/histogram.h"
 #include "storage/log.h"
 #include "storage/media.h"
 #include "storage/run_info.h"
 #include "storage/series.h"
+#include "storage/series_scan.h"
 #include "storage/step_entry.h"
 #include "trainwatch/v1/ingest.pb.h"
 
@@ -162,12 +162,14 @@ class Engine {
                     std::vector<Point>* out, std::optional<int64_t>* next_step = nullptr) const;
   // Points hidden by rewinds, by (step, generation).
   Status ReadSuperseded(const SeriesKey& key, std::vector<SupersededPoint>* out) const;
-  // The x range of a series' visible points on an axis (for a shared bucket grid). NotFound if the
-  // series has none.
-  Status XRange(const SeriesKey& key, XAxis axis, double* lo, double* hi) const;
-  // Downsamples the visible points of a series onto `grid`.
-  Status Downsample(const SeriesKey& key, XAxis axis, const BucketGrid& grid,
-                    std::vector<Bucket>* out) const;
+  // The steps and times the series' visible points span. NotFound if there is no such series, or
+  // it has no visible point.
+  Status ReadExtent(const SeriesKey& key, SeriesExtent* out) const;
+  // Hands every visible point of a series to `scanner` (series_scan.h), chunk by chunk then the
+  // head: a fully visible chunk's summary where the scanner takes it, else the chunk's points (with
+  // their block summaries, cached, when `block_summaries`). NotFound if there is no such series;
+  // an error if a chunk cannot be read.
+  Status ScanSeries(const SeriesKey& key, bool block_summaries, SeriesScanner& scanner) const;
   // The histograms named key.metric of a run, by step, within `options`. NotFound if the run or
   // the name is unknown; Corruption if a stored one fails to decode.
   Status ReadHistograms(const SeriesKey& key, const HistogramReadOptions& options,
@@ -267,9 +269,6 @@ class Engine {
 
   // --- read path (engine_read.cc) ---
   Series* FindSeries(const SeriesKey& key) const;
-  // The series (NotFound if absent) and the x origin of its run on `axis` (its start time for
-  // relative time, else 0).
-  Status SeriesAndOrigin(const SeriesKey& key, XAxis axis, Series** series, double* origin) const;
   // Decoded points of a chunk; from memory, the cache, or the store.
   Result<PointsPtr> ChunkPoints(const Series& series, const ChunkRef& chunk) const;
   // Sets each point's time from the run clock (chunks sealed with times_from_clock).

@@ -1,4 +1,5 @@
-// Engine: the read path — runs, metric listings, raw reads, downsampling.
+// Engine: the read path — runs, metric listings, raw reads, and the extent and scan of a series that
+// the query layer (src/query/) downsamples.
 #include <algorithm>
 
 #include "storage/encoding/chunk_codec.h"
@@ -338,84 +339,52 @@ std::vector<std::vector<std::pair<std::string, Point>>> Engine::LatestValues(
   return out;
 }
 
-Status Engine::SeriesAndOrigin(const SeriesKey& key, XAxis axis, Series** series,
-                               double* origin) const {
-  *series = FindSeries(key);
-  if (*series == nullptr) return Status::NotFound("no metric '" + key.metric + "' in run '" + key.run + "'");
-  *origin = 0;
-  if (axis == XAxis::kRelativeTime) {
-    std::shared_lock lock(runs_mu_);
-    auto it = runs_.find(key.run_key());
-    if (it == runs_.end()) return Status::NotFound("run '" + key.run + "' was deleted");
-    *origin = it->second->info.start_time;
-  }
-  return Status::Ok();
-}
-
-Status Engine::XRange(const SeriesKey& key, XAxis axis, double* lo, double* hi) const {
-  Series* series;
-  double origin;
-  TW_RETURN_IF_ERROR(SeriesAndOrigin(key, axis, &series, &origin));
+Status Engine::ReadExtent(const SeriesKey& key, SeriesExtent* out) const {
+  Series* series = FindSeries(key);
+  if (series == nullptr) return Status::NotFound("no metric '" + key.metric + "' in run '" + key.run + "'");
   std::shared_lock lock(series->mu);
   bool any = false;
-  *lo = std::numeric_limits<double>::infinity();
-  *hi = -std::numeric_limits<double>::infinity();
-  auto see = [&](double a, double b) {
-    *lo = std::min(*lo, a);
-    *hi = std::max(*hi, b);
+  auto see = [&](int64_t first_step, int64_t last_step, double min_time, double max_time) {
+    out->first_step = any ? std::min(out->first_step, first_step) : first_step;
+    out->last_step = any ? std::max(out->last_step, last_step) : last_step;
+    out->min_time = any ? std::min(out->min_time, min_time) : min_time;
+    out->max_time = any ? std::max(out->max_time, max_time) : max_time;
     any = true;
   };
   for (const ChunkRef& chunk : series->chunks) {
     if (chunk.FullyHidden()) continue;
-    // Partly hidden chunks widen the range a little; the grid only needs to cover the points.
-    if (axis == XAxis::kStep) {
-      see(static_cast<double>(chunk.summary.first_step), static_cast<double>(chunk.summary.last_step));
-    } else {
-      see(chunk.summary.min_time - origin, chunk.summary.max_time - origin);
-    }
+    // A partly hidden chunk widens the extent a little; a bucket grid only needs to cover the points.
+    see(chunk.summary.first_step, chunk.summary.last_step, chunk.summary.min_time, chunk.summary.max_time);
   }
-  for (const Point& p : series->head) {
-    double x = axis == XAxis::kStep ? static_cast<double>(p.step) : p.time - origin;
-    see(x, x);
-  }
+  for (const Point& p : series->head) see(p.step, p.step, p.time, p.time);
   if (!any) return Status::NotFound("metric '" + key.metric + "' has no points");
   return Status::Ok();
 }
 
-Status Engine::Downsample(const SeriesKey& key, XAxis axis, const BucketGrid& grid,
-                          std::vector<Bucket>* out) const {
-  Series* series;
-  double origin;
-  TW_RETURN_IF_ERROR(SeriesAndOrigin(key, axis, &series, &origin));
-  Downsampler sampler(grid, axis, origin);
+Status Engine::ScanSeries(const SeriesKey& key, bool block_summaries, SeriesScanner& scanner) const {
+  Series* series = FindSeries(key);
+  if (series == nullptr) return Status::NotFound("no metric '" + key.metric + "' in run '" + key.run + "'");
   std::shared_lock lock(series->mu);
   for (const ChunkRef& chunk : series->chunks) {
     if (chunk.FullyHidden()) continue;
-    if (chunk.FullyVisible() && sampler.TryAddSummary(chunk.summary)) continue;
-    if (axis == XAxis::kStep && (chunk.summary.last_step < grid.from || chunk.summary.first_step > grid.to)) {
-      continue;
-    }
+    if (chunk.FullyVisible() && scanner.TakeSummary(chunk.summary)) continue;
+    if (!scanner.WantsChunk(chunk.summary)) continue;
     TW_ASSIGN_OR_RETURN(PointsPtr points, ChunkPoints(*series, chunk));
-    auto visible_end = std::lower_bound(points->begin(), points->end(),
-                                        Point{chunk.hidden_from_step, 0, 0}, StepLess);
-    if (axis == XAxis::kStep) {
-      BlocksPtr blocks = cache_.GetBlocks(series->id(), chunk.chunk_no);
+    const Point* base = points->data();
+    const Point* visible_end =
+        base + (std::lower_bound(points->begin(), points->end(), Point{chunk.hidden_from_step, 0, 0}, StepLess) -
+                points->begin());
+    BlocksPtr blocks;
+    if (block_summaries) {
+      blocks = cache_.GetBlocks(series->id(), chunk.chunk_no);
       if (!blocks) {
         blocks = std::make_shared<const std::vector<BlockSummary>>(SummarizeBlocks(*points));
         cache_.PutBlocks(series->id(), chunk.chunk_no, blocks);
       }
-      sampler.AddStepOrdered(points->data(), points->data() + (visible_end - points->begin()),
-                             points->data(), blocks->data());
-    } else {
-      for (auto p = points->begin(); p != visible_end; ++p) sampler.AddPoint(*p);
     }
+    scanner.TakePoints(base, visible_end, blocks ? base : nullptr, blocks ? blocks->data() : nullptr);
   }
-  if (axis == XAxis::kStep) {
-    sampler.AddStepOrdered(series->head.data(), series->head.data() + series->head.size());
-  } else {
-    for (const Point& p : series->head) sampler.AddPoint(p);
-  }
-  *out = sampler.Finish();
+  scanner.TakePoints(series->head.data(), series->head.data() + series->head.size(), nullptr, nullptr);
   return Status::Ok();
 }
 

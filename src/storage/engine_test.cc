@@ -247,47 +247,6 @@ TEST_F(EngineTest, BatchLargerThanAChunkIsSplit) {
   EXPECT_EQ(got.back().step, 99'999);
 }
 
-// Downsampling over sealed chunks, partly hidden chunks and the head equals brute force.
-TEST_F(EngineTest, DownsampleMatchesBruteForce) {
-  Open(/*chunk_points=*/64);
-  std::mt19937_64 rng(7);
-  std::normal_distribution<double> noise(0, 1);
-  std::vector<std::pair<int64_t, double>> rows;
-  double v = 0;
-  for (int s = 0; s < 3000; ++s) {
-    v += noise(rng);
-    double x = v;
-    if (s % 577 == 0) x = 1e6;  // single-point spikes
-    if (s % 911 == 0) x = std::numeric_limits<double>::quiet_NaN();
-    rows.emplace_back(s, x);
-  }
-  Write(rows);
-  Write({{1500, 42.0}, {1501, -42.0}});  // a rewind in the middle
-  std::vector<Point> raw = Read();
-  for (uint32_t buckets : {1u, 7u, 100u, 2000u, 5000u}) {
-    for (auto [from, to] : {std::pair<double, double>{0, 1501}, {13.5, 900.25}, {1400, 1501}}) {
-      BucketGrid grid{from, to, buckets};
-      std::vector<Bucket> got;
-      ASSERT_TRUE(engine_->Downsample({"p", "r", "loss"}, XAxis::kStep, grid, &got).ok());
-      Downsampler brute(grid, XAxis::kStep, 0);
-      for (const Point& p : raw) brute.AddPoint(p);
-      std::vector<Bucket> want = brute.Finish();
-      ASSERT_EQ(got.size(), want.size()) << buckets << " buckets over " << from << ".." << to;
-      for (size_t i = 0; i < want.size(); ++i) {
-        EXPECT_EQ(got[i].index, want[i].index);
-        EXPECT_EQ(got[i].count, want[i].count);
-        EXPECT_EQ(got[i].nan_count, want[i].nan_count);
-        EXPECT_EQ(got[i].min, want[i].min);
-        EXPECT_EQ(got[i].max, want[i].max);
-        EXPECT_EQ(got[i].first_step, want[i].first_step);
-        EXPECT_EQ(got[i].last_step, want[i].last_step);
-        EXPECT_EQ(Bits(got[i].first), Bits(want[i].first));
-        EXPECT_EQ(Bits(got[i].last), Bits(want[i].last));
-      }
-    }
-  }
-}
-
 }  // namespace
 }  // namespace trainwatch::storage
 

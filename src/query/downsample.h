@@ -8,10 +8,16 @@
 #include <limits>
 #include <vector>
 
-#include "storage/point.h"
+#include "storage/block_summary.h"
+#include "storage/encoding/point.h"
 
-namespace trainwatch::storage {
+namespace trainwatch::query {
 
+using storage::BlockSummary;
+using storage::Point;
+using storage::Summary;
+
+// What a chart's x is: the step, the wall time, or the time since the run started.
 enum class XAxis { kStep, kWallTime, kRelativeTime };
 
 // `count` equal buckets over [from, to]; bucket i covers [from + i*w, from + (i+1)*w) with
@@ -26,18 +32,6 @@ struct BucketGrid {
   int64_t IndexOf(double x) const;
   double Width() const { return (to - from) / count; }
 };
-
-// Aggregates of kBlockPoints consecutive points of a chunk (the last block may be shorter): a run of
-// points cut out of a chunk by bucket boundaries is folded block by block, scanning only its ends.
-inline constexpr size_t kBlockPoints = 32;
-struct BlockSummary {
-  double min = 0;
-  double max = 0;
-  double sum = 0;        // finite values
-  uint32_t nan_count = 0;
-};
-// The blocks of `points`, block i covering points [i * kBlockPoints, (i + 1) * kBlockPoints).
-std::vector<BlockSummary> SummarizeBlocks(const std::vector<Point>& points);
 
 // One bucket's aggregates. NaN values are counted in nan_count and take no part in min/max/sum.
 // `first`/`last` are the values at the lowest and highest step in the bucket.
@@ -61,6 +55,10 @@ struct Bucket {
   // Folds in a chunk summary whose points all fall in this bucket, in any order relative to what the
   // bucket holds already. The summary's min_time/max_time stand in for first/last time.
   void AddSummary(const Summary& s);
+  // Folds in the bucket of the same index over other points of the same grid (another part of the
+  // series, from another querier): counts and sums add, min of mins, max of maxes, first from the
+  // lower first_step, last from the higher last_step. Exact, whatever the order of merging.
+  void Merge(const Bucket& other);
 };
 
 // Accumulates buckets for one series; points and summaries may come in any order.
@@ -84,13 +82,18 @@ class Downsampler {
   // `base` and `blocks` as for Bucket::AddOrderedRun (both null: no blocks).
   void AddStepOrdered(const Point* begin, const Point* end, const Point* base = nullptr,
                       const BlockSummary* blocks = nullptr);
-  // True if the summary (of points whose x lies in [x_lo, x_hi]) fell entirely into one bucket and
-  // was folded in; false means the caller must add the points one by one.
+  // True if the summary fell entirely into one bucket and was folded in; false means the caller
+  // must add the points one by one.
   bool TryAddSummary(const Summary& s);
+  // False if no point a summary covers can fall on the grid (the chunk need not be read).
+  bool MayOverlap(const Summary& s) const;
   // The non-empty buckets, by index.
   std::vector<Bucket> Finish() const;
 
  private:
+  // The x range the points of a summary span on this axis.
+  void XRangeOf(const Summary& s, double* lo, double* hi) const;
+
   const BucketGrid grid_;
   const double width_;  // grid_.Width(), cached
   const XAxis axis_;
@@ -98,4 +101,4 @@ class Downsampler {
   std::vector<Bucket> buckets_;
 };
 
-}  // namespace trainwatch::storage
+}  // namespace trainwatch::query

@@ -1,10 +1,9 @@
-#include "storage/downsample.h"
+#include "query/downsample.h"
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
-namespace trainwatch::storage {
+namespace trainwatch::query {
 
 int64_t BucketGrid::IndexOf(double x) const {
   if (!(x >= from && x <= to)) return -1;  // also rejects NaN
@@ -35,36 +34,6 @@ void Bucket::AddPoint(const Point& p) {
   }
 }
 
-namespace {
-
-// Folds the values of [begin, end) into the running aggregates. Branch-free: a NaN fails every
-// comparison, so it leaves lo and hi alone; v - v is 0 exactly for finite v.
-void Scan(const Point* begin, const Point* end, double* lo, double* hi, double* total,
-          uint64_t* nans) {
-  for (const Point* p = begin; p != end; ++p) {
-    const double v = p->value;
-    *lo = v < *lo ? v : *lo;
-    *hi = v > *hi ? v : *hi;
-    *nans += v != v;
-    *total += v - v == 0 ? v : 0.0;
-  }
-}
-
-}  // namespace
-
-std::vector<BlockSummary> SummarizeBlocks(const std::vector<Point>& points) {
-  std::vector<BlockSummary> blocks((points.size() + kBlockPoints - 1) / kBlockPoints);
-  for (size_t b = 0; b < blocks.size(); ++b) {
-    const Point* begin = points.data() + b * kBlockPoints;
-    const Point* end = points.data() + std::min(points.size(), (b + 1) * kBlockPoints);
-    double lo = std::numeric_limits<double>::infinity(), hi = -lo, total = 0;
-    uint64_t nans = 0;
-    Scan(begin, end, &lo, &hi, &total, &nans);
-    blocks[b] = BlockSummary{lo, hi, total, static_cast<uint32_t>(nans)};
-  }
-  return blocks;
-}
-
 void Bucket::AddOrderedRun(const Point* begin, const Point* end, const Point* base,
                            const BlockSummary* blocks) {
   if (begin == end) return;
@@ -72,18 +41,19 @@ void Bucket::AddOrderedRun(const Point* begin, const Point* end, const Point* ba
   double lo = min, hi = max, total = 0;
   uint64_t nans = 0;
   size_t i = begin - base, j = end - base;  // meaningful only with blocks
-  size_t first_full = (i + kBlockPoints - 1) / kBlockPoints, last_full = j / kBlockPoints;
+  size_t first_full = (i + storage::kBlockPoints - 1) / storage::kBlockPoints;
+  size_t last_full = j / storage::kBlockPoints;
   if (blocks != nullptr && first_full < last_full) {
-    Scan(begin, base + first_full * kBlockPoints, &lo, &hi, &total, &nans);
+    storage::ScanValues(begin, base + first_full * storage::kBlockPoints, &lo, &hi, &total, &nans);
     for (size_t b = first_full; b < last_full; ++b) {
       lo = blocks[b].min < lo ? blocks[b].min : lo;
       hi = blocks[b].max > hi ? blocks[b].max : hi;
       total += blocks[b].sum;
       nans += blocks[b].nan_count;
     }
-    Scan(base + last_full * kBlockPoints, end, &lo, &hi, &total, &nans);
+    storage::ScanValues(base + last_full * storage::kBlockPoints, end, &lo, &hi, &total, &nans);
   } else {
-    Scan(begin, end, &lo, &hi, &total, &nans);
+    storage::ScanValues(begin, end, &lo, &hi, &total, &nans);
   }
   count += end - begin;
   nan_count += nans;
@@ -123,6 +93,26 @@ void Bucket::AddSummary(const Summary& s) {
   }
 }
 
+void Bucket::Merge(const Bucket& other) {
+  if (other.count == 0) return;
+  const bool empty = count == 0;
+  count += other.count;
+  nan_count += other.nan_count;
+  min = std::min(min, other.min);
+  max = std::max(max, other.max);
+  sum += other.sum;
+  if (empty || other.first_step < first_step) {
+    first_step = other.first_step;
+    first = other.first;
+    first_time = other.first_time;
+  }
+  if (empty || other.last_step > last_step) {
+    last_step = other.last_step;
+    last = other.last;
+    last_time = other.last_time;
+  }
+}
+
 void Downsampler::AddPoint(const Point& p) {
   int64_t i = grid_.IndexOf(XOf(p));
   if (i >= 0) buckets_[i].AddPoint(p);
@@ -157,26 +147,36 @@ void Downsampler::AddStepOrdered(const Point* begin, const Point* end, const Poi
   }
 }
 
-bool Downsampler::TryAddSummary(const Summary& s) {
-  double lo = 0, hi = 0;
+void Downsampler::XRangeOf(const Summary& s, double* lo, double* hi) const {
   switch (axis_) {
     case XAxis::kStep:
-      lo = static_cast<double>(s.first_step);
-      hi = static_cast<double>(s.last_step);
-      break;
+      *lo = static_cast<double>(s.first_step);
+      *hi = static_cast<double>(s.last_step);
+      return;
     case XAxis::kWallTime:
-      lo = s.min_time;
-      hi = s.max_time;
-      break;
+      *lo = s.min_time;
+      *hi = s.max_time;
+      return;
     case XAxis::kRelativeTime:
-      lo = s.min_time - time_origin_;
-      hi = s.max_time - time_origin_;
-      break;
+      *lo = s.min_time - time_origin_;
+      *hi = s.max_time - time_origin_;
+      return;
   }
+}
+
+bool Downsampler::TryAddSummary(const Summary& s) {
+  double lo = 0, hi = 0;
+  XRangeOf(s, &lo, &hi);
   int64_t a = grid_.IndexOf(lo), b = grid_.IndexOf(hi);
   if (a < 0 || a != b) return false;
   buckets_[a].AddSummary(s);
   return true;
+}
+
+bool Downsampler::MayOverlap(const Summary& s) const {
+  double lo = 0, hi = 0;
+  XRangeOf(s, &lo, &hi);
+  return !(hi < grid_.from || lo > grid_.to);
 }
 
 std::vector<Bucket> Downsampler::Finish() const {
@@ -189,4 +189,4 @@ std::vector<Bucket> Downsampler::Finish() const {
   return out;
 }
 
-}  // namespace trainwatch::storage
+}  // namespace trainwatch::query

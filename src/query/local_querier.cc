@@ -1,0 +1,62 @@
+// LocalQuerier: runs, superseded points and export windows.
+#include "query/local_querier.h"
+
+#include <algorithm>
+
+namespace trainwatch::query {
+
+Result<RunPage> LocalQuerier::SearchRuns(const RunSearch& search) const {
+  return query::SearchRuns(engine_, search);
+}
+
+Result<storage::RunInfo> LocalQuerier::GetRun(const storage::RunKey& run) const {
+  std::optional<storage::RunInfo> info = engine_.GetRun(run.project, run.run);
+  if (!info) return Status::NotFound("no run '" + run.run + "' in project '" + run.project + "'");
+  return std::move(*info);
+}
+
+std::vector<storage::MetricInfo> LocalQuerier::ListMetrics(const storage::RunKey& run) const {
+  return engine_.ListMetrics(run.project, run.run);
+}
+
+Result<std::vector<storage::SupersededPoint>> LocalQuerier::ReadSuperseded(const storage::SeriesKey& key) const {
+  std::vector<storage::SupersededPoint> points;
+  TW_RETURN_IF_ERROR(engine_.ReadSuperseded(key, &points));
+  return points;
+}
+
+Result<ExportPlan> LocalQuerier::PlanExport(const storage::RunKey& run) const {
+  ExportPlan plan;
+  plan.run = run;
+  for (storage::MetricInfo& m : engine_.ListMetrics(run.project, run.run)) {
+    if (m.kind != "scalar" || m.count == 0) continue;  // histograms have no /write line form
+    plan.first_step = std::min(plan.first_step, m.first_step);
+    plan.last_step = std::max(plan.last_step, m.last_step);
+    plan.points += m.count;
+    plan.metrics.push_back(std::move(m.name));
+  }
+  return plan;
+}
+
+Status LocalQuerier::ReadExportWindow(const ExportPlan& plan, int64_t from_step, int64_t to_step,
+                                      std::vector<ExportCell>* out) const {
+  const size_t start = out->size();
+  storage::SeriesReadOptions options;
+  options.from_step = from_step;
+  options.to_step = to_step;
+  std::vector<storage::Point> points;
+  for (uint32_t m = 0; m < plan.metrics.size(); ++m) {
+    points.clear();
+    Status s = engine_.ReadSeries({plan.run.project, plan.run.run, plan.metrics[m]}, options, &points);
+    if (s.code() == StatusCode::kNotFound) continue;  // deleted meanwhile
+    TW_RETURN_IF_ERROR(s);
+    for (const storage::Point& p : points) out->push_back({p.step, p.time, m, p.value});
+  }
+  // Stable: within one (step, time) the metrics stay in the plan's order.
+  std::stable_sort(out->begin() + start, out->end(), [](const ExportCell& a, const ExportCell& b) {
+    return a.step != b.step ? a.step < b.step : a.time < b.time;
+  });
+  return Status::Ok();
+}
+
+}  // namespace trainwatch::query
