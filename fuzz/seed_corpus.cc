@@ -16,13 +16,13 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/testing/image_test_util.h"
 #include "fuzz/fuzz_support.h"
 #include "notify/notification.h"
 #include "notify/outbox_format.h"
 #include "notify/testing/sample_notification.h"
 #include "spool.h"
 #include "storage/binary_io.h"
-#include "storage/image_test_util.h"
 #include "storage/wal/wal_log.h"
 #include "tfevents/event_encoder.h"
 #include "tfevents/graph.h"
@@ -34,7 +34,7 @@
 namespace {
 
 using namespace trainwatch;
-namespace images = storage::test_images;
+namespace images = test_images;
 
 std::filesystem::path g_root;
 
