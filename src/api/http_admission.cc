@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <openssl/evp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -87,16 +88,43 @@ bool HttpAdmission::OriginAllowed(const RequestHead& head) const {
   return !head.host.empty() && EqualsIgnoreCase(origin.substr(scheme_end + 3), head.host);
 }
 
+namespace {
+
+// The key in an Authorization header: "Bearer <key>", or as InfluxDB clients send it (docs/influx.md),
+// "Token <key>" or Basic with the key as the password (the user name is not checked). `storage`
+// holds a decoded Basic password. Empty when the header carries none of these.
+std::string_view PresentedKey(const std::string& authorization, std::string* storage) {
+  std::string_view a = authorization;
+  if (a.starts_with("Bearer ")) return a.substr(7);
+  if (a.starts_with("Token ")) return a.substr(6);
+  if (!a.starts_with("Basic ")) return {};
+  std::string_view b64 = a.substr(6);
+  if (b64.empty() || b64.size() % 4 != 0 || b64.size() > 4096) return {};
+  std::string decoded(b64.size() / 4 * 3, '\0');
+  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(decoded.data()),
+                          reinterpret_cast<const unsigned char*>(b64.data()), static_cast<int>(b64.size()));
+  if (n < 0) return {};
+  size_t len = static_cast<size_t>(n);
+  for (size_t i = b64.size(); i > 0 && b64[i - 1] == '='; --i) --len;  // DecodeBlock counts padding
+  decoded.resize(len);
+  size_t colon = decoded.find(':');
+  if (colon == std::string::npos) return {};
+  *storage = decoded.substr(colon + 1);
+  return *storage;
+}
+
+}  // namespace
+
 std::optional<HttpResponse> HttpAdmission::KeyRefusal(const RequestHead& head, const RouteMatch& route,
                                                       auth::Principal* who) const {
   *who = auth::Principal{};
   const std::string& path = head.target.path;
   if (!options_.keys || !options_.keys->enabled()) return std::nullopt;
-  if (path == "/healthz" || head.method == "OPTIONS" || (!head.upgrade && route.fallback)) {
+  if (path == "/healthz" || path == "/ping" || head.method == "OPTIONS" || (!head.upgrade && route.fallback)) {
     return std::nullopt;  // data-free answers
   }
-  std::string_view sent;
-  if (head.authorization.starts_with("Bearer ")) sent = std::string_view(head.authorization).substr(7);
+  std::string basic_password;
+  std::string_view sent = PresentedKey(head.authorization, &basic_password);
   const auto& query = head.target.query;
   auto token = query.find("token");
   if (sent.empty() && token == query.end() && query.contains("key")) {

@@ -44,6 +44,7 @@ void RegisterMediaRoutes(HttpServer& server, ApiContext& ctx);  // media_routes.
 void RegisterOpsRoutes(HttpServer& server, ApiContext& ctx);    // ops_routes.cc
 void RegisterAlertRoutes(HttpServer& server, ApiContext& ctx);  // alert_routes.cc
 void RegisterKeyRoutes(HttpServer& server, ApiContext& ctx);    // key_routes.cc (keys, tokens, audit)
+void RegisterInfluxRoutes(HttpServer& server, ApiContext& ctx);  // influx_routes.cc (/write, /ping)
 
 inline void RegisterRoutes(HttpServer& server, ApiContext& ctx) {
   RegisterWriteRoutes(server, ctx);
@@ -55,6 +56,7 @@ inline void RegisterRoutes(HttpServer& server, ApiContext& ctx) {
   RegisterOpsRoutes(server, ctx);
   RegisterAlertRoutes(server, ctx);
   RegisterKeyRoutes(server, ctx);
+  RegisterInfluxRoutes(server, ctx);
   server.WebSocket("/api/v1/live", ctx.live.Handler());
 }
 
