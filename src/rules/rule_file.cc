@@ -227,7 +227,7 @@ class FileParser {
   // A rule's entries as written; absent ones empty.
   struct RuleFields {
     std::string alert;
-    std::optional<YAML::Node> expr, detector, hold, params, labels, annotations;
+    std::optional<YAML::Node> expr, detector, hold, params, labels, annotations, action;
   };
 
   Status ParseRule(const YAML::Node& node, Group* group) const {
@@ -256,10 +256,12 @@ class FileParser {
             f.labels = v;
           } else if (key == "annotations") {
             f.annotations = v;
+          } else if (key == "action") {
+            f.action = v;
           } else {
-            return Error(k,
-                         gwhere + ": unknown rule key '" + key +
-                             "' (known: alert, expr, detector, for, params, labels, annotations)");
+            return Error(k, gwhere + ": unknown rule key '" + key +
+                                "' (known: alert, expr, detector, for, params, labels, "
+                                "annotations, action)");
           }
           return Status::Ok();
         }));
@@ -273,6 +275,7 @@ class FileParser {
     std::map<std::string, std::string> labels;
     std::string severity;
     TW_RETURN_IF_ERROR(ParseLabels(f.labels.value_or(YAML::Node()), where, &labels, &severity));
+    TW_RETURN_IF_ERROR(ParseAction(f, where, &labels));
     std::map<std::string, Template> annotations;
     TW_RETURN_IF_ERROR(
         ParseAnnotations(f.annotations.value_or(YAML::Node()), where, labels, &annotations));
@@ -343,6 +346,24 @@ class FileParser {
     rule.labels["severity"] = rule.severity;
     rule.annotations = std::move(annotations);
     group->detector_rules.push_back(std::move(rule));
+    return Status::Ok();
+  }
+
+  // `action: stop | notify_only` travels with the alert as its label "action", which the SDK
+  // reads to stop the training job (docs/rules.md "Actions"); absent means notify_only.
+  Status ParseAction(const RuleFields& f, const std::string& where,
+                     std::map<std::string, std::string>* labels) const {
+    if (labels->contains("action")) {
+      return Error(*f.labels, where + ": labels: 'action' is set by the rule's 'action:' key");
+    }
+    if (!f.action) return Status::Ok();
+    Result<std::string> action = Scalar(*f.action, where + ": action");
+    if (!action.ok()) return action.status();
+    if (*action != "stop" && *action != "notify_only") {
+      return Error(*f.action,
+                   where + ": action: expected stop or notify_only, got '" + *action + "'");
+    }
+    (*labels)["action"] = *action;
     return Status::Ok();
   }
 

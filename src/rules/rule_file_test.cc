@@ -213,6 +213,24 @@ TEST(RuleFileTest, DecoratesBuiltInAlerts) {
   EXPECT_EQ("warning", plain.labels.at("severity"));
 }
 
+TEST(RuleFileTest, ActionTravelsAsALabel) {
+  RuleSet rules = MustParse(R"(
+groups:
+  - name: g
+    rules:
+      - {alert: Diverged, detector: divergence, action: stop}
+      - {alert: Spike, detector: loss_spike, action: notify_only}
+      - {alert: High, expr: loss > 9, action: stop}
+      - {alert: Low, expr: loss < 0}
+)");
+  EXPECT_EQ("stop", rules.DetectorRuleFor("p", AlertKind::kDivergence)->labels.at("action"));
+  EXPECT_EQ("notify_only", rules.DetectorRuleFor("p", AlertKind::kLossSpike)->labels.at("action"));
+  std::vector<const Rule*> expr_rules = rules.RulesFor("p");
+  ASSERT_EQ(2u, expr_rules.size());
+  EXPECT_EQ("stop", expr_rules[0]->labels.at("action"));
+  EXPECT_FALSE(expr_rules[1]->labels.contains("action"));  // absent: notify_only
+}
+
 TEST(RuleFileTest, EmptyFileGivesDefaults) {
   for (const char* text : {"", "# nothing\n", "---\n"}) {
     RuleSet rules = MustParse(text);
@@ -393,7 +411,11 @@ INSTANTIATE_TEST_SUITE_P(
                         "severity: page\n",
                   "alerts.yml:7: group 'g': unknown rule key 'severity' (known: alert, expr, "
                   "detector, for, params, "
-                  "labels, annotations)"},
+                  "labels, annotations, action)"},
+        ErrorCase{GROUP "      - {alert: A, detector: nan, action: halt}\n",
+                  "alerts.yml:4: alert 'A': action: expected stop or notify_only, got 'halt'"},
+        ErrorCase{GROUP "      - {alert: A, expr: x > 1, labels: {action: stop}}\n",
+                  "alerts.yml:4: alert 'A': labels: 'action' is set by the rule's 'action:' key"},
         ErrorCase{GROUP "      - alert: A\n        expr: loss >\n",
                   "alerts.yml:5: expr: column 7: expected a number or a metric name after '>'"},
         ErrorCase{GROUP "      - alert: A\n\n        expr: 'mean(loss, 0) > 1'\n",

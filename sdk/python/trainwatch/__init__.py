@@ -20,8 +20,8 @@ see sdk/python/README.md.
 from . import _jsonable, _session, _settings, _trainwatch
 from ._run import Config, Run, TrainwatchWarning
 
-__all__ = ["init", "log", "log_histogram", "log_image", "log_text", "finish", "watch", "Run",
-           "Config", "TrainwatchWarning", "run"]
+__all__ = ["init", "log", "log_histogram", "log_image", "log_text", "finish", "watch", "log_step",
+           "timer", "timed", "Run", "Config", "TrainwatchWarning", "run"]
 __version__ = "0.1.0"
 
 
@@ -98,13 +98,39 @@ def finish(status="finished"):
 
 
 def watch(model, run=None, log_every=1, hist_every=100, per_layer=True, params=True,
-          update_ratio=True, graph=True, bins=64):
+          update_ratio=True, graph=True, bins=64, stop_on=()):
     """Watches a torch.nn.Module's gradients and weights; see trainwatch.torch.watch and the
-    metric names in sdk/python/README.md. Imports torch (only this function needs it)."""
+    metric names in sdk/python/README.md. Imports torch (only this function needs it).
+    stop_on: alert kinds (e.g. ["nan", "divergence", "grad_explosion"]) that make the run's
+    should_stop() true once one fires (Run.stop_on)."""
     from . import torch as _torch
     return _torch.watch(model, run=run, log_every=log_every, hist_every=hist_every,
                         per_layer=per_layer, params=params, update_ratio=update_ratio,
-                        graph=graph, bins=bins)
+                        graph=graph, bins=bins, stop_on=stop_on)
+
+
+def log_step(metrics=None, step=None, **more):
+    """`trainwatch.run.log_step(...)` for the current run (see Run.log_step)."""
+    current = _session.current_run()
+    if current is not None:
+        return current.log_step(metrics, step=step, **more)
+    return None
+
+
+def timer(phase):
+    """`trainwatch.run.timer(phase)` for the current run (see Run.timer); without a run, a timer
+    that measures nothing."""
+    current = _session.current_run()
+    if current is None:
+        import contextlib
+        return contextlib.nullcontext()
+    return current.timer(phase)
+
+
+def timed(iterable, phase="data"):
+    """`trainwatch.run.timed(...)` for the current run (see Run.timed); without a run, `iterable`."""
+    current = _session.current_run()
+    return iterable if current is None else current.timed(iterable, phase)
 
 
 def __getattr__(name):

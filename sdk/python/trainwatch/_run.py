@@ -5,6 +5,7 @@ warning (once per metric name), and a server that cannot be reached is reported 
 a `TrainwatchWarning` while the client keeps the data in its spool.
 """
 import operator
+import threading
 import time as _time
 import warnings
 from collections.abc import MutableMapping
@@ -77,6 +78,15 @@ class Run:
         self._next_check = _time.monotonic() + _WARNING_CHECK_INTERVAL_SECONDS
         self._finish_hooks = []    # callables run at the start of finish() (trainwatch.watch)
         self._on_finish = on_finish
+        self._options = options    # the ClientOptions: where the alert feed connects
+        self._feed = None          # _alerts.AlertFeed, started by the first use of the alerts API
+        self._feed_lock = threading.Lock()
+        self._alert_callbacks = []
+        self._stop_on = set()      # alert kinds or names that make should_stop() true
+        self._stop_alert = None    # the alert that asked the job to stop
+        self._stop_step = None     # the step at which should_stop() first answered True
+        self._stop_recorded = False
+        self._timers = None        # _loop.StepTimers, made by the first timer()
 
     # -- identity ---------------------------------------------------------------------------------
 
@@ -278,6 +288,145 @@ class Run:
             graph = _jsonable.dumps(_jsonable.to_jsonable(graph))
         self._native.set_graph(graph)
 
+    # -- alerts: the loop back to the training job (_alerts.py, docs/sdk.md "Alerts") -----------
+
+    @property
+    def alerts(self):
+        """The run's alerts received so far (dicts as GET /api/v1/alerts shows them, newest state
+        of each, in order of arrival). The first use starts receiving them."""
+        feed = self._alert_feed()
+        return feed.alerts() if feed is not None else []
+
+    def on_alert(self, callback):
+        """Calls `callback(alert)` on the SDK's alert thread (never the training thread) once per
+        firing of each of the run's alerts, including those raised before this call. Keep it
+        short; an exception it raises is a warning. Returns `callback`."""
+        self._alert_callbacks.append(callback)
+        feed = self._alert_feed()
+        if feed is not None:
+            for alert in feed.alerts():
+                if alert.get("fired_at"):
+                    self._call(callback, alert)
+        return callback
+
+    def stop_on(self, kinds):
+        """Makes should_stop() true once an alert of one of `kinds` (detector kinds such as
+        "divergence", "nan", or rule names) fires on this run. Rules and detectors whose
+        alerting-file entry says `action: stop` need no listing."""
+        if isinstance(kinds, str):
+            kinds = [kinds]
+        self._stop_on.update(str(k) for k in kinds)
+        feed = self._alert_feed()
+        if feed is not None:
+            for alert in feed.alerts():
+                if alert.get("fired_at"):
+                    self._check_stop(alert)
+
+    def should_stop(self):
+        """True once an alert that asks the job to stop has fired (action: stop, or a kind given
+        to stop_on / watch(stop_on=...)): checkpoint, then finish. Costs an attribute read; the
+        first call starts receiving alerts. finish() records on the run that the job stopped."""
+        if self._stop_alert is None:
+            if self._feed is None:
+                self._alert_feed()
+            return False
+        if self._stop_step is None:
+            self._stop_step = max(self._step, 0)
+        return True
+
+    @property
+    def stop_reason(self):
+        """The alert that made should_stop() true, or None."""
+        return self._stop_alert
+
+    def record_stop(self, checkpoint=None):
+        """Records on the run that the job stopped because of stop_reason: the config key
+        `stopped_by_alert` ({step, alert_id, alert_kind, alert_name, alert_step, message,
+        checkpoint}), a text `trainwatch/stopped` at the step and the tag `stopped_by_alert`.
+        `checkpoint`: where the final checkpoint went. finish() calls it when should_stop()
+        answered True and it was not called. Does nothing without a stop_reason."""
+        alert = self._stop_alert
+        if alert is None or self._finished:
+            return
+        self._stop_recorded = True
+        step = max(self._step, 0)
+        record = {"step": step, "alert_id": alert.get("id"), "alert_kind": alert.get("kind"),
+                  "alert_name": alert.get("name"), "alert_step": alert.get("step"),
+                  "message": alert.get("message", "")}
+        if checkpoint is not None:
+            record["checkpoint"] = str(checkpoint)
+        self.set_config({"stopped_by_alert": record})
+        self.set_tags(["stopped_by_alert"])
+        self.log_text("trainwatch/stopped", "stopped at step %d because of alert %s (%s, %s) at "
+                      "step %s: %s%s" % (step, alert.get("id"), alert.get("kind"), alert.get("name"),
+                                         alert.get("step"), alert.get("message", ""),
+                                         "; checkpoint " + str(checkpoint) if checkpoint else ""),
+                      step=step)
+
+    def _alert_feed(self):
+        """The run's AlertFeed, started on first use; None offline or once finished."""
+        if self._feed is not None or self._finished:
+            return self._feed
+        if self._options.mode == _trainwatch.Mode.OFFLINE:
+            return None
+        from . import _alerts
+        with self._feed_lock:
+            if self._feed is None:
+                o = self._options
+                tls = (_alerts.ssl_context(o.tls_ca_file, o.tls_cert_file, o.tls_key_file)
+                       if o.server.startswith("https://") else None)
+                feed = _alerts.AlertFeed(o.server, self.project, self.id, self._on_firing,
+                                         api_key=o.api_key, tls_context=tls)
+                feed.start()
+                self._feed = feed
+        return self._feed
+
+    def _on_firing(self, alert):
+        # On the feed's thread.
+        self._check_stop(alert)
+        for callback in list(self._alert_callbacks):
+            self._call(callback, alert)
+
+    def _check_stop(self, alert):
+        if self._stop_alert is not None:
+            return
+        if ((alert.get("labels") or {}).get("action") == "stop" or alert.get("kind") in self._stop_on
+                or alert.get("name") in self._stop_on):
+            self._stop_alert = alert
+
+    @staticmethod
+    def _call(callback, alert):
+        try:
+            callback(alert)
+        except Exception as e:  # the user's callback must not end the feed
+            _warn("trainwatch: on_alert callback raised %s: %s" % (type(e).__name__, e), stacklevel=2)
+
+    # -- training-loop helpers (_loop.py) -----------------------------------------------------------
+
+    def timer(self, phase):
+        """A context manager that adds the time spent inside it to `phase` ("data", "forward",
+        "backward", "optimizer", ...) of the current step; log_step() logs it as time/<phase>."""
+        return self._step_timers().timer(phase)
+
+    def timed(self, iterable, phase="data"):
+        """Iterates `iterable` (a DataLoader), timing each next() as `phase`."""
+        return self._step_timers().timed(iterable, phase)
+
+    def log_step(self, metrics=None, step=None, **more):
+        """Logs one training step: `metrics` (and keyword metrics), the phase times measured since
+        the last log_step as time/<phase> (seconds), and time/step, the time since the last
+        log_step (the whole step). Returns the step logged."""
+        values = dict(metrics or {}, **more)
+        values.update(self._step_timers().take())
+        self.log(values, step=step)
+        return self._step
+
+    def _step_timers(self):
+        if self._timers is None:
+            from . import _loop
+            self._timers = _loop.StepTimers()
+        return self._timers
+
     # -- delivery ---------------------------------------------------------------------------------
 
     def flush(self, timeout=None):
@@ -297,6 +446,10 @@ class Run:
         spool (one warning says where). Idempotent; later log() calls are ignored."""
         if self._finished:
             return
+        if self._stop_step is not None and not self._stop_recorded:
+            self.record_stop()
+        if self._feed is not None:
+            self._feed.stop()
         for hook in list(self._finish_hooks):
             try:
                 hook()

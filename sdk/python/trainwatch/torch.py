@@ -45,13 +45,14 @@ ROOT_LAYER = "_root"
 
 
 def watch(model, run=None, log_every=1, hist_every=100, per_layer=True, params=True,
-          update_ratio=True, graph=True, bins=64):
+          update_ratio=True, graph=True, bins=64, stop_on=()):
     """Watches `model` (a torch.nn.Module) and logs to `run` (default: the current run).
 
     log_every: gradient norms every this many backward passes (0: never).
     hist_every: histograms, parameter norms and update ratios every this many backward passes
         (0: never). per_layer: also per-layer norms. params: parameter norms and weight
         histograms. update_ratio: ||dw||/||w||. graph: send the module tree once.
+    stop_on: alert kinds or rule names after which run.should_stop() is true (Run.stop_on).
     Returns a Watch; `.remove()` stops watching (the run's finish() does too). Never raises
     from inside the training loop: a failing measurement warns once and is switched off."""
     if run is None:
@@ -61,6 +62,8 @@ def watch(model, run=None, log_every=1, hist_every=100, per_layer=True, params=T
         warnings.warn("trainwatch.watch: no run; call trainwatch.init() first (not watching)",
                       TrainwatchWarning, stacklevel=2)
         return Watch(model, None, 0, 0, per_layer, params, update_ratio, False, bins)
+    if stop_on:
+        run.stop_on(stop_on)
     return Watch(model, run, log_every, hist_every, per_layer, params, update_ratio, graph, bins)
 
 
