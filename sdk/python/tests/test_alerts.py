@@ -165,3 +165,54 @@ def test_finish_records_a_stop_the_loop_saw(server):
     stopped = server.run_info("p", "auto-record")["config"]["stopped_by_alert"]
     assert stopped["step"] == 2 and stopped["alert_kind"] == "nan" and "checkpoint" not in stopped
     assert json.dumps(stopped)  # plain JSON
+
+
+def _test_ca(directory):
+    """tests/integration/tls_certs.py's throw-away CA (loaded by path: it is another suite's helper)."""
+    import importlib.util
+    import os
+    from conftest import REPO
+    path = os.path.join(REPO, "tests", "integration", "tls_certs.py")
+    spec = importlib.util.spec_from_file_location("tls_certs_for_alerts", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.TestCa(directory)
+
+
+def test_alerts_arrive_over_tls_with_the_api_key(server_factory, tmp_path):
+    ca = _test_ca(tmp_path / "ca")
+    cert = ca.issue("server", hosts=["127.0.0.1", "localhost"])
+    server = server_factory("--tls-cert", str(cert.cert), "--tls-key", str(cert.key),
+                            "--api-key", "s3cret", ca_file=ca.cert)
+    assert server.url.startswith("https://")
+    run = tw.init(project="p", id="tls", server=server.url, api_key="s3cret",
+                  tls_ca_file=str(ca.cert), **FAST)
+    run.stop_on("nan")
+    run.log({"loss": float("nan")})
+    wait_until(run.should_stop, "the nan alert over wss://")
+    run.finish()
+
+    wrong = tw.init(project="p", id="tls-wrong-key", server=server.url, api_key="wrong",
+                    tls_ca_file=str(ca.cert), **FAST)
+    wrong.should_stop()
+    wait_until(lambda: wrong._feed.last_error, "the refused upgrade")
+    assert "401" in wrong._feed.last_error and not wrong._feed.connected.is_set()
+    wrong.finish()
+
+
+def test_the_key_never_goes_in_clear_text_to_another_machine(recwarn):
+    run = tw.init(project="p", server="http://10.255.255.1:9", api_key="s3cret", **FAST)
+    run.should_stop()
+    assert "refusing to send the API key in clear text" in run._feed.last_error
+    assert not run._feed._thread.is_alive()  # never connected
+    run.finish()
+
+
+def test_the_feed_reconnects_after_a_server_restart(server):
+    run = tw.init(project="p", id="restart", server=server.url, **FAST)
+    run.stop_on("nan")
+    wait_until(lambda: run._alert_feed().connected.is_set(), "the alert feed to subscribe")
+    server.restart()
+    run.log({"loss": float("nan")})  # raised after the restart: reaches the job on a new connection
+    wait_until(run.should_stop, "the nan alert after the restart")
+    run.finish()
