@@ -53,7 +53,6 @@ Result<BlobRefs> GetRefs(rocksdb::DB& db, std::string_view sha256) {
 
 }  // namespace
 
-
 Status BlobStore::Release(std::string_view sha256, uint64_t n, rocksdb::WriteBatch* batch,
                           BlobChange* change) {
   TW_ASSIGN_OR_RETURN(BlobRefs refs, GetRefs(db_, sha256));

@@ -30,9 +30,9 @@ DiskGuard::DiskGuard(Engine& engine, Clock& clock, Logger& logger, DiskGuardOpti
       set_refusal_(std::move(set_refusal)) {}
 
 double DiskGuard::NextPollSeconds(double regular_seconds) const {
-  const bool near = last_used_percent_ < 0 || refusing_ ||
-                    last_used_percent_ >= options_.threshold_percent -
-                                              options_.near_threshold_margin_percent;
+  const bool near =
+      last_used_percent_ < 0 || refusing_ ||
+      last_used_percent_ >= options_.threshold_percent - options_.near_threshold_margin_percent;
   return near ? std::min(regular_seconds, options_.near_threshold_poll_seconds) : regular_seconds;
 }
 
@@ -45,9 +45,8 @@ std::vector<RunInfo> DiskGuard::Candidates() const {
                       run.status == RunStatus::kStalled;
     if (over && LastActivity(run) < cutoff) candidates.push_back(std::move(run));
   }
-  std::sort(candidates.begin(), candidates.end(), [](const RunInfo& a, const RunInfo& b) {
-    return LastActivity(a) < LastActivity(b);
-  });
+  std::sort(candidates.begin(), candidates.end(),
+            [](const RunInfo& a, const RunInfo& b) { return LastActivity(a) < LastActivity(b); });
   return candidates;
 }
 
@@ -56,7 +55,8 @@ Status DiskGuard::RunOnce() {
   TW_ASSIGN_OR_RETURN(double used, usage_());
   last_used_percent_ = used;
   if (used <= options_.threshold_percent) {
-    if (refusing_) logger_.Info("disk guard: space available again; accepting writes", {{"used_percent", used}});
+    if (refusing_)
+      logger_.Info("disk guard: space available again; accepting writes", {{"used_percent", used}});
     UpdateRefusal(used);
     return Status::Ok();
   }
@@ -64,9 +64,11 @@ Status DiskGuard::RunOnce() {
   size_t deleted = 0;
   for (const RunInfo& run : candidates) {
     logger_.Warn("disk guard: deleting an old run",
-                 {{"project", run.project}, {"run", run.id},
+                 {{"project", run.project},
+                  {"run", run.id},
                   {"status", std::string(RunStatusName(run.status))},
-                  {"last_activity", LastActivity(run)}, {"used_percent", used}});
+                  {"last_activity", LastActivity(run)},
+                  {"used_percent", used}});
     TW_RETURN_IF_ERROR(engine_.DeleteRun(run.project, run.id));
     ++deleted;
     if (deleted % 16 == 0 || &run == &candidates.back()) {

@@ -45,8 +45,7 @@ Status Engine::ReadImages(const std::string& project, const std::string& run,
                           const MediaReadOptions& options, std::vector<ImageEntry>* out) const {
   Status decoded;
   TW_RETURN_IF_ERROR(ScanStepEntries(
-      StepEntryType::kImage, RunKey{project, run}, options.name, options.from_step,
-      options.to_step,
+      StepEntryType::kImage, RunKey{project, run}, options.name, options.from_step, options.to_step,
       [&](const std::string& name, int64_t step, uint32_t index, std::string_view value) {
         if (out->size() >= options.limit) return false;
         ImageEntry entry;
@@ -67,8 +66,7 @@ Status Engine::ReadTexts(const std::string& project, const std::string& run,
                          const MediaReadOptions& options, std::vector<TextEntry>* out) const {
   Status decoded;
   TW_RETURN_IF_ERROR(ScanStepEntries(
-      StepEntryType::kText, RunKey{project, run}, options.name, options.from_step,
-      options.to_step,
+      StepEntryType::kText, RunKey{project, run}, options.name, options.from_step, options.to_step,
       [&](const std::string& name, int64_t step, uint32_t, std::string_view value) {
         if (out->size() >= options.limit) return false;
         TextEntry entry;

@@ -42,9 +42,8 @@ Status Engine::LoadStepEntries() {
   return Status::Ok();
 }
 
-void Engine::ApplyStepEntry(StepEntryType type, const SeriesKey& name, int64_t step,
-                            uint32_t index, double time, std::string_view value,
-                            std::string_view payload) {
+void Engine::ApplyStepEntry(StepEntryType type, const SeriesKey& name, int64_t step, uint32_t index,
+                            double time, std::string_view value, std::string_view payload) {
   std::lock_guard lock(entries_mu_);
   auto& names = entries_[static_cast<size_t>(type)][name.run_key()];
   auto it = names.find(name.metric);
@@ -54,7 +53,9 @@ void Engine::ApplyStepEntry(StepEntryType type, const SeriesKey& name, int64_t s
       store_->entries(type).Put(name, summary, step, index, time, value, payload, &change);
   if (!updated.ok()) {
     logger_.Error("persisting " + std::string(KindOf(type).noun),
-                  {{"run", name.run}, {"name", name.metric}, {"step", step},
+                  {{"run", name.run},
+                   {"name", name.metric},
+                   {"step", step},
                    {"error", updated.status().ToString()}});
     if (names.empty()) entries_[static_cast<size_t>(type)].erase(name.run_key());
     return;
@@ -94,12 +95,12 @@ Status Engine::ScanStepEntries(StepEntryType type, const RunKey& run, const std:
   }
   bool stopped = false;
   for (const std::string& n : names) {
-    TW_RETURN_IF_ERROR(store_->entries(type).Scan(
-        {run.project, run.run, n}, from, to,
-        [&](int64_t step, uint32_t index, std::string_view value) {
-          stopped = !fn(n, step, index, value);
-          return !stopped;
-        }));
+    TW_RETURN_IF_ERROR(
+        store_->entries(type).Scan({run.project, run.run, n}, from, to,
+                                   [&](int64_t step, uint32_t index, std::string_view value) {
+                                     stopped = !fn(n, step, index, value);
+                                     return !stopped;
+                                   }));
     if (stopped) break;
   }
   return Status::Ok();

@@ -46,8 +46,11 @@ Status Retention::ApplyMaxAges() {
     if (!texts.ok()) return texts.status().WithContext("retention of project " + project);
     if (*histograms > 0 || *images > 0 || *texts > 0) {
       logger_.Info("retention deleted old histograms, images and texts",
-                   {{"project", project}, {"histograms", *histograms}, {"images", *images},
-                    {"texts", *texts}, {"max_age_seconds", max_age}});
+                   {{"project", project},
+                    {"histograms", *histograms},
+                    {"images", *images},
+                    {"texts", *texts},
+                    {"max_age_seconds", max_age}});
     }
   }
   return Status::Ok();

@@ -21,7 +21,8 @@ Status RunCatalog::ForEachRun(
     key.remove_prefix(1);
     size_t nul = key.find('\0');
     if (nul == std::string_view::npos) return Status::Corruption("bad run key");
-    return fn(std::string(key.substr(0, nul)), std::string(key.substr(nul + 1)), std::string(value));
+    return fn(std::string(key.substr(0, nul)), std::string(key.substr(nul + 1)),
+              std::string(value));
   });
 }
 

@@ -36,10 +36,10 @@ Status StepEntryStore::BadEntry(const SeriesKey& name) const {
                             name.metric);
 }
 
-Result<StepEntrySummary> StepEntryStore::Put(const SeriesKey& name,
-                                             const StepEntrySummary& summary, int64_t step,
-                                             uint32_t index, double time, std::string_view value,
-                                             std::string_view payload, BlobChange* change) {
+Result<StepEntrySummary> StepEntryStore::Put(const SeriesKey& name, const StepEntrySummary& summary,
+                                             int64_t step, uint32_t index, double time,
+                                             std::string_view value, std::string_view payload,
+                                             BlobChange* change) {
   const std::string key = EntryKeyOf(name, step, index);
   // Outside the summary's step range nothing is stored: no read needed (the common case, a new
   // step). Inside it, a replaced entry, or a replayed record, must not be counted twice.
@@ -102,23 +102,23 @@ Result<uint64_t> StepEntryStore::DeleteOlderThan(const SeriesKey& name, double c
   uint64_t deleted = 0;
   *kept = StepEntrySummary{};
   Status decoded;
-  TW_RETURN_IF_ERROR(ScanKeys(
-      prefix, prefix, std::numeric_limits<int64_t>::max(),
-      [&](std::string_view key, int64_t step, uint32_t, std::string_view value) {
-        Result<double> time = kind_.time_of(value);
-        if (!time.ok()) {
-          decoded = BadEntry(name);
-          return false;
-        }
-        if (*time < cutoff) {
-          batch.Delete(rocksdb::Slice(key.data(), key.size()));
-          if (references_ != nullptr) deleted_values.emplace_back(value);
-          ++deleted;
-        } else {
-          kept->Include(step, *time);
-        }
-        return true;
-      }));
+  TW_RETURN_IF_ERROR(
+      ScanKeys(prefix, prefix, std::numeric_limits<int64_t>::max(),
+               [&](std::string_view key, int64_t step, uint32_t, std::string_view value) {
+                 Result<double> time = kind_.time_of(value);
+                 if (!time.ok()) {
+                   decoded = BadEntry(name);
+                   return false;
+                 }
+                 if (*time < cutoff) {
+                   batch.Delete(rocksdb::Slice(key.data(), key.size()));
+                   if (references_ != nullptr) deleted_values.emplace_back(value);
+                   ++deleted;
+                 } else {
+                   kept->Include(step, *time);
+                 }
+                 return true;
+               }));
   TW_RETURN_IF_ERROR(decoded);
   if (references_ != nullptr && !deleted_values.empty()) {
     TW_RETURN_IF_ERROR(references_->OnDelete(deleted_values, &batch, change));

@@ -57,14 +57,14 @@ class StepEntryStore {
   // (the caller keeps it in memory). `payload` goes to the references (an image's bytes); their
   // change of the blob totals is added to *change. Writing the same entry again changes nothing
   // else. Returns the new summary.
-  Result<StepEntrySummary> Put(const SeriesKey& name, const StepEntrySummary& summary,
-                               int64_t step, uint32_t index, double time, std::string_view value,
+  Result<StepEntrySummary> Put(const SeriesKey& name, const StepEntrySummary& summary, int64_t step,
+                               uint32_t index, double time, std::string_view value,
                                std::string_view payload, BlobChange* change);
   // Calls fn(step, index, value) for the entries of `name` with from <= step <= to, by
   // (step, index); stops early (OK) when fn returns false.
-  Status Scan(const SeriesKey& name, int64_t from, int64_t to,
-              const std::function<bool(int64_t step, uint32_t index, std::string_view value)>& fn)
-      const;
+  Status Scan(
+      const SeriesKey& name, int64_t from, int64_t to,
+      const std::function<bool(int64_t step, uint32_t index, std::string_view value)>& fn) const;
   // Atomically deletes the entries of `name` whose time is below `cutoff` (every one with
   // +infinity), with their references, and rewrites the summary exactly (deletes it with the last
   // entry). Returns how many were deleted; *kept is the new summary.

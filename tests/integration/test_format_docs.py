@@ -3,9 +3,11 @@
 For every format whose file a test can produce without C++ help, a real artefact is made (a server on a
 temporary data directory, the Python SDK in offline mode, `trainwatch watch`) and read back by the
 layout the document states: magic bytes taken from the document itself, record framing, CRC-32C, field
-names. wal.md's example bytes are checked in C++ (src/storage/wal/wal_writer_test.cc). store.md and
-chunk.md describe values inside RocksDB, which these tests cannot open (no RocksDB reader for Python
-here); only the store's presence in the data directory is checked.
+names. wal.md's example bytes are checked in C++ (src/storage/wal/wal_writer_test.cc), and so are
+store.md's and chunk.md's examples (src/storage/store_format_test.cc,
+src/storage/encoding/chunk_format_test.cc): they describe values inside RocksDB, which these tests
+cannot open (no RocksDB reader for Python here); here only the store's presence in the data directory
+is checked.
 """
 import json
 import os
