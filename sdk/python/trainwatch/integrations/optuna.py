@@ -6,7 +6,7 @@ trainwatch raises one of a set of alerts on its run.
 
     def objective(trial):
         lr = trial.suggest_float("lr", 1e-4, 1.0, log=True)
-        run = tw_optuna.run_of(trial)               # also trainwatch.run while the trial runs
+        run = tw_optuna.run_of(trial)               # (with n_jobs=1 also trainwatch.run)
         for step in range(steps):
             ...
             run.log({"loss": loss})
