@@ -24,6 +24,15 @@ def websocket_url(server, path):
     return urllib.parse.urlunsplit((scheme, parts.netloc, parts.path.rstrip("/") + path, "", ""))
 
 
+def _keep_alive(sock):
+    """TCP keepalive probes after 30 s of silence: recv() waits without a timeout, and a peer that
+    vanished without closing (a host gone, a partition) must still end it, within about a minute."""
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    for option, value in (("TCP_KEEPIDLE", 30), ("TCP_KEEPINTVL", 10), ("TCP_KEEPCNT", 3)):
+        if hasattr(socket, option):  # Linux; elsewhere the system's defaults apply
+            sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, option), value)
+
+
 class WebSocket:
     """One client connection. `recv()` from one thread; `send()`/`close()` from any."""
 
@@ -36,6 +45,7 @@ class WebSocket:
         sock = socket.create_connection((parts.hostname, port), timeout=timeout)
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            _keep_alive(sock)
             if secure:
                 sock = ssl_context.wrap_socket(sock, server_hostname=parts.hostname)
             self._sock = sock
