@@ -443,7 +443,9 @@ class Run:
     def finish(self, status="finished"):
         """Marks the run finished ("finished" or "crashed"), delivers what is left within the
         client's flush timeout and closes the client; what could not be delivered stays in the
-        spool (one warning says where). Idempotent; later log() calls are ignored."""
+        spool (one warning says where). Idempotent; later log() calls are ignored. When
+        should_stop() answered True, records the stop first (record_stop) unless the loop did;
+        stops receiving alerts."""
         if self._finished:
             return
         if self._stop_step is not None and not self._stop_recorded:
