@@ -10,7 +10,7 @@
 #include "fuzz/fuzz_support.h"
 #include "common/image_format.h"
 
-using trainwatch::storage::ImageFormat;
+using trainwatch::ImageFormat;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view bytes(reinterpret_cast<const char*>(data), size);
@@ -20,7 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   FUZZ_CHECK(info->width > 0 && info->height > 0, "an image without pixels");
-  FUZZ_CHECK(trainwatch::storage::MimeType(info->format).starts_with("image/"), "no MIME type");
+  FUZZ_CHECK(trainwatch::MimeType(info->format).starts_with("image/"), "no MIME type");
   switch (info->format) {
     case ImageFormat::kPng:
       FUZZ_CHECK(bytes.starts_with("\x89PNG\r\n\x1a\n"), "PNG without its signature");
