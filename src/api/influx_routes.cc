@@ -1,12 +1,17 @@
-// InfluxDB's write endpoints and /ping, so that Telegraf, the influx clients and curl scripts
-// write to trainwatch unchanged (docs/influx.md): POST /write (1.x), POST /api/v2/write (2.x),
-// GET /ping. Points are mapped to runs, metrics and steps by influx/point_mapping.h and stored
-// through the ingestor like any write; answers use InfluxDB's status codes and error bodies.
+// InfluxDB's endpoints, so that Telegraf, the influx clients, Grafana's InfluxDB data source and
+// curl scripts work against trainwatch unchanged (docs/influx.md): POST /write (1.x),
+// POST /api/v2/write (2.x), GET|POST /query (InfluxQL) and GET /ping. Points are mapped to runs,
+// metrics and steps by influx/point_mapping.h and stored through the ingestor like any write;
+// queries are answered by influx/influxql_executor.h; answers use InfluxDB's status codes and
+// bodies.
 #include <string>
 
+#include "api/http_target.h"
 #include "api/json_writer.h"
 #include "api/routes.h"
 #include "influx/gzip.h"
+#include "influx/influxql_executor.h"
+#include "influx/influxql_parser.h"
 #include "influx/line_protocol.h"
 #include "influx/point_mapping.h"
 
@@ -117,6 +122,70 @@ void HandleWrite(ApiContext& ctx, Api api, HttpRequest&& req, Responder respond)
       req.principal.projects);
 }
 
+// A parameter of /query: from the URL, or from a POST's form body (Grafana's POST method).
+std::string QueryParam(const HttpRequest& req, const std::string& name) {
+  std::string value = req.Param(name);
+  if (!value.empty() || req.method != "POST") return value;
+  std::string_view body = req.body;
+  while (!body.empty()) {
+    const size_t amp = body.find('&');
+    const std::string_view pair = body.substr(0, amp);
+    const size_t eq = pair.find('=');
+    if (eq != std::string_view::npos && PercentDecode(pair.substr(0, eq), true) == name) {
+      return PercentDecode(pair.substr(eq + 1), true);
+    }
+    if (amp == std::string_view::npos) break;
+    body.remove_prefix(amp + 1);
+  }
+  return "";
+}
+
+void HandleQuery(ApiContext& ctx, HttpRequest&& req, Responder respond) {
+  const std::string q = QueryParam(req, "q");
+  if (q.empty()) {
+    respond(InfluxError(Api::kV1, 400, "missing required parameter \"q\""));
+    return;
+  }
+  Result<std::vector<influx::ql::Statement>> statements = influx::ql::ParseInfluxQL(q);
+  if (!statements.ok()) {
+    respond(InfluxError(Api::kV1, 400, "error parsing query: " + statements.status().message()));
+    return;
+  }
+  influx::InfluxQueryOptions options;
+  options.database = QueryParam(req, "db");
+  options.epoch = QueryParam(req, "epoch");
+  options.now = ctx.clock.NowUnixSeconds();
+  if (!options.epoch.empty() && !influx::ParsePrecision(options.epoch).ok()) {
+    respond(InfluxError(Api::kV1, 400, "invalid epoch '" + options.epoch + "'"));
+    return;
+  }
+  // A key bound to projects reads only those databases.
+  const auth::Principal& who = req.principal;
+  if (!options.database.empty() && !who.SeesProject(options.database)) {
+    respond(
+        InfluxError(Api::kV1, 403, "this key may not read database '" + options.database + "'"));
+    return;
+  }
+  for (const influx::ql::Statement& st : *statements) {
+    const auto* show = std::get_if<influx::ql::ShowStatement>(&st);
+    const auto* select = std::get_if<influx::ql::SelectStatement>(&st);
+    bool other_db = show && !show->database.empty() && !who.SeesProject(show->database);
+    if (show && show->what == influx::ql::ShowStatement::What::kDatabases && !who.projects.empty())
+      other_db = true;
+    for (const auto& src : select ? select->sources : std::vector<influx::ql::Source>{}) {
+      other_db = other_db || (!src.database.empty() && !who.SeesProject(src.database));
+    }
+    if (other_db) {
+      respond(InfluxError(Api::kV1, 403, "this key may read only its projects' databases"));
+      return;
+    }
+  }
+  HttpResponse r =
+      HttpResponse::Json(200, influx::ExecuteInfluxQL(*statements, options, ctx.querier));
+  r.headers.emplace_back("X-Influxdb-Version", kInfluxVersion);
+  respond(std::move(r));
+}
+
 }  // namespace
 
 void RegisterInfluxRoutes(HttpServer& server, ApiContext& ctx) {
@@ -139,6 +208,18 @@ void RegisterInfluxRoutes(HttpServer& server, ApiContext& ctx) {
       },
       write);
   server.Route("GET", "/ping", [](HttpRequest&&, Responder respond) { respond(NoContent()); });
+  // Queries read the store: on the query threads. The database is checked against the key here.
+  RouteOptions query = RouteOptions::Scoped(auth::Scope::kRead, /*projects_in_body=*/true);
+  query.offload = true;
+  query.body_types = {"application/x-www-form-urlencoded", "text/plain", ""};
+  for (const char* method : {"GET", "POST"}) {
+    server.Route(
+        method, "/query",
+        [&ctx](HttpRequest&& req, Responder respond) {
+          HandleQuery(ctx, std::move(req), std::move(respond));
+        },
+        query);
+  }
 }
 
 }  // namespace trainwatch::api

@@ -181,6 +181,10 @@ bool ToDouble(const std::string& text, double* out) {
   return r.ec == std::errc() && r.ptr == text.data() + text.size();
 }
 
+// What InfluxDB says a statement may start with.
+constexpr const char* kStatementStarts =
+    "SELECT, DELETE, SHOW, CREATE, DROP, EXPLAIN, GRANT, REVOKE, ALTER, SET, KILL";
+
 // How deep parentheses and calls may nest: a query is typed by a person or a dashboard, never
 // thousands of levels deep, and the parser recurses once per level.
 constexpr int kMaxDepth = 64;
@@ -204,9 +208,7 @@ class Parser {
       out.push_back(std::move(*s));
       if (tok_.type != Token::Type::kEnd && !IsOp(";")) return Expected(";");
     }
-    if (out.empty())
-      return Status::InvalidArgument("found EOF, expected SELECT, SHOW, CREATE at line 1, char 1");
-    return out;
+    return out;  // none for a query of only ';' (InfluxDB answers it with nothing)
   }
 
  private:
@@ -243,9 +245,14 @@ class Parser {
                                    Where());
   }
 
-  // "at line L, char C" of the current token (both 1-based).
+  // "at line L, char C" of the current token (both 1-based). InfluxDB's scanner places the end
+  // of a query one character further when the query does not end in a blank: so does this.
   std::string Where() const {
     size_t line = 1, column = 1;
+    if (tok_.type == Token::Type::kEnd && !q_.empty() &&
+        !std::isspace(static_cast<unsigned char>(q_.back()))) {
+      ++column;
+    }
     for (size_t i = 0; i < tok_.pos && i < q_.size(); ++i) {
       if (q_[i] == '\n') {
         ++line;
@@ -283,7 +290,8 @@ class Parser {
       if (!name.ok()) return name.status();
       return Statement(CreateDatabaseStatement{std::move(*name)});
     }
-    return Expected("SELECT, SHOW, CREATE");
+    // InfluxDB's list, though of these only SELECT, SHOW and CREATE DATABASE are served.
+    return Expected(kStatementStarts);
   }
 
   Result<std::string> Identifier() {

@@ -11,7 +11,7 @@
 
 namespace trainwatch::influx::ql {
 
-// Statements are separated by ';' (a trailing one is allowed). Keywords are case-insensitive;
+// Statements are separated by ';' (a trailing one is allowed; a query of only ';' has none). Keywords are case-insensitive;
 // identifiers may be double-quoted, strings are single-quoted, regular expressions /slashed/.
 Result<std::vector<Statement>> ParseInfluxQL(std::string_view query);
 
