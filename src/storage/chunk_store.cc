@@ -111,8 +111,11 @@ ChunkStore::ChunkStore(std::unique_ptr<rocksdb::DB> db)
 }
 ChunkStore::~ChunkStore() = default;
 
-Result<std::unique_ptr<ChunkStore>> ChunkStore::Open(const std::string& dir) {
+Result<std::unique_ptr<ChunkStore>> ChunkStore::Open(const std::string& dir,
+                                                     const ChunkStoreOptions& store_options) {
   rocksdb::Options options;
+  if (store_options.env != nullptr) options.env = store_options.env;
+  if (store_options.write_buffer_bytes > 0) options.write_buffer_size = store_options.write_buffer_bytes;
   options.create_if_missing = true;
   options.compression = rocksdb::kNoCompression;  // chunks are compressed by their own codec
   options.max_background_jobs = 2;
@@ -123,6 +126,8 @@ Result<std::unique_ptr<ChunkStore>> ChunkStore::Open(const std::string& dir) {
   if (!s.ok()) return FromRocks(s, "opening store " + dir);
   return std::unique_ptr<ChunkStore>(new ChunkStore(std::unique_ptr<rocksdb::DB>(raw)));
 }
+
+Status ChunkStore::Resume() { return FromRocks(db_->Resume(), "resuming store"); }
 
 Status ChunkStore::PutSeal(const SeriesRecord& series, const std::vector<StoredChunk>& chunks,
                            const std::vector<std::string>& encoded) {

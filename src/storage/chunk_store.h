@@ -32,6 +32,7 @@
 
 namespace rocksdb {
 class DB;
+class Env;
 }
 
 namespace trainwatch::storage {
@@ -51,9 +52,20 @@ struct StoredChunk {
   ChunkRef ref;  // points unset
 };
 
+struct ChunkStoreOptions {
+  // The RocksDB environment (file system and background threads) the store runs on; nullptr:
+  // RocksDB's default, which the server uses. Crash and fault tests hand in
+  // rocksdb::NewCompositeEnv over storage/rocksdb_fault_injection_fs.h. Must outlive the store.
+  rocksdb::Env* env = nullptr;
+  // The memtable size (0: RocksDB's default, 64 MiB). Crash tests make it small so that memtable
+  // flushes, new SST files and MANIFEST updates happen within a few writes.
+  size_t write_buffer_bytes = 0;
+};
+
 class ChunkStore {
  public:
-  static Result<std::unique_ptr<ChunkStore>> Open(const std::string& dir);
+  static Result<std::unique_ptr<ChunkStore>> Open(const std::string& dir,
+                                                  const ChunkStoreOptions& options = {});
   ~ChunkStore();
   ChunkStore(const ChunkStore&) = delete;
   ChunkStore& operator=(const ChunkStore&) = delete;
@@ -93,6 +105,10 @@ class ChunkStore {
 
   // Makes every write so far durable.
   Status Sync();
+  // After a failed write (a full disk, EIO) RocksDB refuses every write until it is resumed; this
+  // resumes it (flushing what the failure left in memory). OK when there was nothing to resume;
+  // else the error that still stands.
+  Status Resume();
   // Bytes of the database files on disk (live SST + memtables' WAL).
   uint64_t DiskBytes() const;
   // Compacts everything (benchmarks measure the settled size).

@@ -59,6 +59,9 @@ struct EngineOptions {
   // ... and at least this often while anything is being written: bounds the log replayed after a
   // crash and the memory idle heads hold.
   double checkpoint_interval_seconds = 300;
+  // A seal the store refused (a full disk, EIO) is retried this often, on the engine's clock,
+  // until it is taken; writes go on meanwhile (to the log and memory).
+  double store_retry_seconds = 1;
 };
 
 // What applying one write did.
@@ -207,6 +210,9 @@ class Engine {
   uint64_t LogDiskBytes() const { return log_->DiskBytes(); }
   // OK while the write-ahead log accepts appends; else the error that stopped it.
   Status LogHealth() const { return log_->Health(); }
+  // OK while sealed chunks reach the store; else the error its last write failed with (the sealer
+  // retries, and checkpoints are refused, until it succeeds).
+  Status StoreHealth() const;
   // Waits until every chunk sealed so far is persisted (tests, benchmarks).
   void WaitForSealer();
   // Compacts the store (benchmarks measure the settled size).
@@ -226,6 +232,9 @@ class Engine {
     Series* series;
     SeriesRecord record;
     std::vector<ChunkRef> chunks;  // copies holding the in-memory points
+    // Filled by the first attempt to persist it, kept for retries.
+    std::vector<StoredChunk> stored;
+    std::vector<std::string> encoded;
   };
 
   Engine(const EngineOptions& options, std::unique_ptr<Log> log, std::unique_ptr<ChunkStore> store,
@@ -265,6 +274,17 @@ class Engine {
   Series& GetOrCreateSeries(Run& run, const std::string& metric);
   void Seal(Series& series, uint64_t lsn);  // caller holds series.mu exclusively
   void SealerLoop();
+  // Checkpoint's store part: waits for the sealer, syncs the store, then persists the writer
+  // sequences and the checkpoint LSN (lsn + 1), synced.
+  Status PersistCheckpoint(uint64_t lsn, const std::vector<std::pair<std::string, uint64_t>>& writers);
+  // WaitForSealer, but returns the store's error instead of waiting while the sealer retries a
+  // seal that failed (a checkpoint then fails rather than blocks).
+  Status AwaitSealerOrError();
+  // Encodes (once) and writes a seal job, syncing the store first if the series has a seal that
+  // is not yet synced (see SealerLoop). Runs on the sealer.
+  Status PersistSeal(SealJob& job, std::unordered_set<SeriesId>* sealed_since_sync);
+  // Points the series' in-memory chunks of a persisted job at the store and the cache.
+  void InstallSeal(const SealJob& job);
   void CheckpointerLoop();
 
   // --- read path (engine_read.cc) ---
@@ -348,14 +368,18 @@ class Engine {
   std::mutex listener_mu_;
   CommitListener listener_;  // GUARDED_BY(listener_mu_)
 
-  std::mutex sealer_mu_;
+  mutable std::mutex sealer_mu_;
   std::condition_variable sealer_cv_;
   std::deque<SealJob> seal_queue_;  // GUARDED_BY(sealer_mu_)
   bool sealer_busy_ = false;        // GUARDED_BY(sealer_mu_)
   bool sealer_stop_ = false;        // GUARDED_BY(sealer_mu_)
+  Status store_error_;              // GUARDED_BY(sealer_mu_); while the front job is retried
   std::thread sealer_;
 
-  std::mutex checkpoint_mu_;  // one checkpoint at a time; also guards checkpointer wake-ups
+  // Held through a whole Checkpoint(): the checkpointer's, an explicit one and Close's never
+  // interleave (two could persist their writer sequences and checkpoint LSNs out of order).
+  std::mutex checkpoint_run_mu_;
+  std::mutex checkpoint_mu_;  // guards checkpointer wake-ups
   std::condition_variable checkpoint_cv_;
   bool checkpointer_stop_ = false;  // GUARDED_BY(checkpoint_mu_)
   std::thread checkpointer_;

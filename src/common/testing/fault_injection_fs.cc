@@ -50,7 +50,8 @@ class FaultInjectionFileSystem::File final : public WritableFile {
   const std::unique_ptr<WritableFile> base_;
 };
 
-FaultInjectionFileSystem::FaultInjectionFileSystem(FileSystem& base) : base_(base) {}
+FaultInjectionFileSystem::FaultInjectionFileSystem(FileSystem& base, Syncs syncs)
+    : base_(base), syncs_(syncs) {}
 
 FaultInjectionFileSystem::~FaultInjectionFileSystem() = default;
 
@@ -76,7 +77,7 @@ Status FaultInjectionFileSystem::FileSync(const File& file) {
   // Not under the lock: a crash may strike while the sync is in flight, which then counts as
   // not having completed. Appends to this file cannot run meanwhile (WritableFile is used by
   // one thread), so `size` is what the sync covers.
-  TW_RETURN_IF_ERROR(file.base().Sync());
+  if (syncs_ == Syncs::kPerformed) TW_RETURN_IF_ERROR(file.base().Sync());
   std::lock_guard<std::mutex> lock(mu_);
   if (!AliveLocked(file.generation())) return Down();
   auto it = files_.find(file.path());
@@ -166,7 +167,7 @@ Status FaultInjectionFileSystem::SyncDir(const std::string& dir) {
   std::lock_guard<std::mutex> lock(mu_);
   if (down_) return Down();
   if (!sync_dir_error_.ok()) return sync_dir_error_;
-  TW_RETURN_IF_ERROR(base_.SyncDir(dir));
+  if (syncs_ == Syncs::kPerformed) TW_RETURN_IF_ERROR(base_.SyncDir(dir));
   const std::string normalized = WithoutTrailingSlashes(dir);
   for (auto& [path, state] : files_) {
     if (ParentDir(path) == normalized) state.dir_entry_durable = true;

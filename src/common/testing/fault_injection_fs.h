@@ -32,8 +32,14 @@ namespace trainwatch::test {
 // entirely before or entirely after; a sync that a crash overtakes fails and counts for nothing.
 class FaultInjectionFileSystem final : public FileSystem {
  public:
+  enum class Syncs {
+    kPerformed,  // file and directory syncs reach `base` too
+    // Recorded but not performed: only Crash() decides what survives, so a test of many
+    // lifetimes does not wait for the disk. The real disk's durability is never tested here.
+    kSimulated,
+  };
   // `base` must outlive this object and every file it hands out.
-  explicit FaultInjectionFileSystem(FileSystem& base);
+  explicit FaultInjectionFileSystem(FileSystem& base, Syncs syncs = Syncs::kPerformed);
   ~FaultInjectionFileSystem() override;
   FaultInjectionFileSystem(const FaultInjectionFileSystem&) = delete;
   FaultInjectionFileSystem& operator=(const FaultInjectionFileSystem&) = delete;
@@ -96,6 +102,7 @@ class FaultInjectionFileSystem final : public FileSystem {
   Status CrashImpl(std::optional<uint64_t> torn_writes_seed);
 
   FileSystem& base_;
+  const Syncs syncs_;
   mutable std::mutex mu_;
   std::map<std::string, FileState> files_;  // GUARDED_BY(mu_); key: the path as opened
   uint64_t generation_ = 0;                 // GUARDED_BY(mu_); bumped by Crash()
