@@ -8,7 +8,8 @@ and full compaction are made to run within seconds (cache-snapshot-write-cold-du
 compact-full-write-cold-duration 10s) and the data directory is measured once they are done;
 the WAL apart. trainwatch: as in ingest_disk_bench.py (gRPC and HTTP NDJSON, store measured after a
 checkpoint and a restart). Points are the workload's R x M x S (the line protocol's extra `step`
-field is not counted). Prints figures only.
+field is not counted). trainwatch's `lp` round posts the same line protocol files to its own
+InfluxDB /write (docs/influx.md). Prints figures only.
 
     TRAINWATCH_BENCH_DEPS=1 scripts/install-deps.sh     # installs influxdb
     /usr/bin/python3 bench/influx_compare_bench.py --preset 1m
@@ -137,7 +138,8 @@ def main():
     ingest_disk_bench.add_ingest_args(parser)
     parser.add_argument("--rounds", type=int, default=1, help="interleaved rounds (influx, then trainwatch)")
     parser.add_argument("--influx-connections", type=int, default=2)
-    parser.add_argument("--transports", default="grpc,http", help="trainwatch transports to run")
+    parser.add_argument("--transports", default="grpc,http,lp",
+                        help="trainwatch transports to run (lp: the same line protocol files to its /write)")
     args = parser.parse_args()
     if shutil.which("influxd") is None:
         print("## influx comparison skipped: influxd not installed (TRAINWATCH_BENCH_DEPS=1 scripts/install-deps.sh)")
@@ -155,6 +157,7 @@ def main():
             print(f"\n# round {round_no + 1}: trainwatch {transport}", flush=True)
             r = ingest_disk_bench.one_round(args, workload, points, transport, round_no)
             r["system"] = "trainwatch"
+            r["transport"] = transport  # "lp" posts files, which the client reports as "files"
             results.append(r)
 
     print("\n## summary (per server CPU-second figures include work that finished after the last ack; "

@@ -19,6 +19,14 @@ import benchlib
 
 
 def ingest_cmd(args, server, transport, workload):
+    if transport == "lp":
+        # The workload's InfluxDB line protocol to trainwatch's InfluxDB /write (docs/influx.md),
+        # as the InfluxDB round posts it: the same files, batches and connections.
+        points = benchlib.workload_meta(workload)["points"]
+        return [benchlib.binary(args, "ingest_bench"), "--transport", "files", "--target", server.http,
+                "--files", os.path.join(workload, "influx_lp"), "--path", "/write?db=bench&precision=ns",
+                "--points", str(points), "--connections", str(args.connections), "--server-pid", str(server.pid),
+                "--label", "trainwatch-lp"]
     cmd = [benchlib.binary(args, "ingest_bench"), "--transport", transport, "--workload",
            os.path.join(workload, "workload.jsonl"), "--server-pid", str(server.pid)]
     if transport == "grpc":

@@ -3,18 +3,26 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <unordered_map>
 #include <utility>
 
 namespace trainwatch::influx {
 namespace {
 
-// One run's points of a body: a row per step (the first point's time), each metric's value per
-// step (a later point of the same series and step wins, as in InfluxDB), texts in arrival order.
+// One metric's (step, value) pairs in arrival order; Emit sorts them and keeps the last per step.
+using Values = std::vector<std::pair<int64_t, double>>;
+
+// One run's points of a body: a row per step (the first point's time), each metric's values,
+// texts in arrival order.
 struct RunRows {
   bool sampled = false;
   std::string host;
   std::map<int64_t, double> time_of_step;
-  std::map<std::string, std::map<int64_t, double>> metrics;
+  std::map<std::string, Values> metrics;  // by name; nodes never move
+  // Lines of one measurement, metric tag and other tags share their metrics' names but for the
+  // field: the names are built once per such prefix and field, not once per value. The field
+  // keys point into the parsed body, which outlives the mapping.
+  std::unordered_map<std::string, std::unordered_map<std::string_view, Values*>> by_prefix;
   std::vector<v1::Text> texts;
 };
 
@@ -115,13 +123,19 @@ void Emit(const std::string& project, std::map<std::string, RunRows>& runs,
       batch->add_steps(step);
       batch->add_times(time);
     }
-    for (const auto& [name, values] : rows.metrics) {
+    for (auto& [name, values] : rows.metrics) {
+      // By step; of the values of one step the last to arrive wins, as in InfluxDB.
+      std::stable_sort(values.begin(), values.end(),
+                       [](const auto& a, const auto& b) { return a.first < b.first; });
       v1::MetricColumn* column = batch->add_metrics();
       column->set_name(name);
-      for (const auto& [step, value] : values) {
-        column->add_rows(row_of_step[step]);
-        column->add_values(value);
+      for (size_t i = 0; i < values.size(); ++i) {
+        if (i + 1 < values.size() && values[i + 1].first == values[i].first) continue;
+        column->add_rows(row_of_step[values[i].first]);
+        column->add_values(values[i].second);
       }
+      // A value at every row: a dense column, which needs no row numbers.
+      if (column->values_size() == batch->steps_size()) column->clear_rows();
     }
     for (v1::Text& text : rows.texts) *batch->add_texts() = std::move(text);
   }
@@ -164,19 +178,23 @@ MappedPoints MapPoints(const ParsedBody& parsed, const std::string& project, dou
     rows.time_of_step.try_emplace(step, time);
     const std::string metric_tag_value = Tag(p, mapping.metric_tag);
     const std::string suffix = OtherTags(p, mapping);
+    std::string prefix(p.measurement);
+    prefix.append("\x1f").append(metric_tag_value).append("\x1f").append(suffix);
+    auto& by_field = rows.by_prefix[prefix];
     for (const auto& [key, value] : p.fields) {
       if (key == mapping.step_field) continue;
-      const std::string name = MetricOf(p, key, metric_tag_value, suffix, mapping);
       ++out.points;
       if (value.type == FieldValue::Type::kString) {
         v1::Text& text = rows.texts.emplace_back();
-        text.set_name(name);
+        text.set_name(MetricOf(p, key, metric_tag_value, suffix, mapping));
         text.set_step(step);
         text.set_time(time);
         text.set_value(std::string(value.s));
-      } else {
-        rows.metrics[name][step] = NumberOf(value);
+        continue;
       }
+      Values*& values = by_field[key];
+      if (values == nullptr) values = &rows.metrics[MetricOf(p, key, metric_tag_value, suffix, mapping)];
+      values->emplace_back(step, NumberOf(value));
     }
   }
   Emit(project, runs, &out.request);

@@ -1,0 +1,105 @@
+"""The provisioned Grafana "Training overview" dashboard (deploy/grafana/) against a real server:
+every variable and every panel query, with Grafana's macros expanded the way Grafana expands them
+for an InfluxDB data source, answers, non-empty and right, over what the JSON-lines API (the SDK's
+format) and Telegraf-style line protocol wrote."""
+import json
+import os
+import re
+
+import pytest
+import yaml
+
+from conftest import REPO, http
+
+DASHBOARD = os.path.join(REPO, "deploy", "grafana", "dashboards", "training-overview.json")
+DATASOURCES = os.path.join(REPO, "deploy", "grafana", "provisioning", "datasources", "trainwatch.yaml")
+T0 = 1767225600.0  # the runs' first step
+STEPS = 120
+FROM_MS, TO_MS = int(T0 * 1000) - 60000, int(T0 * 1000) + STEPS * 1000 + 60000
+INTERVAL = "10s"  # what Grafana's $__interval is for this range on a ~900 px panel
+
+
+def loss(run, step):
+    return (1.0 if run == "r1" else 2.0) / (step + 1) + (5.0 if (run, step) == ("r1", 77) else 0.0)
+
+
+@pytest.fixture(scope="module")
+def populated(module_server):
+    lines = []
+    for run in ("r1", "r2"):
+        for step in range(STEPS):
+            metrics = {"loss": loss(run, step), "lr": 0.1 * 0.99 ** step, "grad_norm": 1.0 + step % 5}
+            if step % 20 == 0:
+                metrics["eval/accuracy"] = step / STEPS
+            lines.append({"project": "default", "run": run, "step": step, "time": T0 + step, "metrics": metrics})
+    module_server.write_ok(lines)
+    lp = "".join("nvidia_smi,host=gpu1,index=%d utilization_gpu=%di %d\n" % (i, 50 + i * 10 + s % 3, int(T0 + s) * 10**9)
+                 for s in range(0, STEPS, 5) for i in (0, 1))
+    r = http("POST", module_server.url + "/write?db=default", lp, headers={"Content-Type": "text/plain"})
+    assert r.status == 204, r
+    return module_server
+
+
+def query(server, q, epoch="ms"):
+    r = http("GET", server.url + "/query?db=default&epoch=%s&q=%s" % (epoch, _quote(q)))
+    assert r.status == 200, (q, r)
+    (result,) = r.json()["results"]
+    assert "error" not in result, (q, result)
+    return result.get("series", [])
+
+
+def _quote(q):
+    from urllib.parse import quote
+    return quote(q, safe="")
+
+
+def expand(q, variables):
+    """Grafana's expansion for an InfluxDB data source: $timeFilter, $__interval, and multi-value
+    variables inside a regex as (a|b|...) of regex-escaped values."""
+    q = q.replace("$timeFilter", "time >= %dms and time <= %dms" % (FROM_MS, TO_MS))
+    q = q.replace("$__interval", INTERVAL)
+    for name, values in variables.items():
+        q = q.replace("$" + name, "(" + "|".join(re.escape(v) for v in values) + ")")
+    assert not re.search(r"\$[A-Za-z_]", q), q  # every variable expanded (a regex may end in $)
+    return q
+
+
+def test_the_data_source_points_at_the_influxdb_api():
+    (source,) = yaml.safe_load(open(DATASOURCES))["datasources"]
+    assert source["type"] == "influxdb" and source["uid"] == "trainwatch-influx"
+    dashboard = json.load(open(DASHBOARD))
+    for panel in dashboard["panels"]:
+        assert panel["datasource"]["uid"] == source["uid"]
+
+
+def test_every_variable_and_panel_answers(populated):
+    dashboard = json.load(open(DASHBOARD))
+    variables = {}
+    for var in dashboard["templating"]["list"]:
+        series = query(populated, var["query"])
+        variables[var["name"]] = [value for s in series for _, value in s["values"]]
+    assert variables == {"run": ["r1", "r2"], "host": ["gpu1"]}
+    answers = {}
+    for panel in dashboard["panels"]:
+        for target in panel["targets"]:
+            series = query(populated, expand(target["query"], variables))
+            assert series, (panel["title"], target["query"])
+            assert any(v[1] is not None for s in series for v in s["values"]), panel["title"]
+            answers[panel["title"]] = series
+    # The loss panel: one series per run, 10 s buckets of the mean, exactly.
+    loss_panel = {s["tags"]["run"]: s["values"] for s in answers["Loss"]}
+    assert sorted(loss_panel) == ["r1", "r2"]
+    bucket = dict(loss_panel["r2"])
+    first = int(T0) // 10 * 10 * 1000
+    assert bucket[first] == pytest.approx(sum(loss("r2", s) for s in range(10)) / 10)
+    # The max panel shows r1's one-step spike at step 77 that a mean would flatten.
+    spike = dict({s["tags"]["run"]: s["values"] for s in answers["Loss (max per interval: spikes)"]}["r1"])
+    assert spike[first + 70000] == pytest.approx(loss("r1", 77))
+    # Evaluation, learning rate and gradient norm panels pick their metrics by name.
+    assert {s["tags"]["metric_name"] for s in answers["Evaluation"]} == {"eval/accuracy"}
+    assert {s["tags"]["metric_name"] for s in answers["Learning rate"]} == {"lr"}
+    assert {s["tags"]["metric_name"] for s in answers["Gradient norm"]} == {"grad_norm"}
+    gpus = {(s["tags"]["host"], s["tags"]["index"]) for s in answers["GPU utilisation (Telegraf nvidia_smi)"]}
+    assert gpus == {("gpu1", "0"), ("gpu1", "1")}
+    steps = dict({s["tags"]["run"]: s["values"] for s in answers["Steps"]}["r2"])
+    assert max(v for v in steps.values() if v is not None) == STEPS - 1
