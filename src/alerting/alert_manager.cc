@@ -9,33 +9,36 @@
 
 namespace trainwatch::alerting {
 
-Result<std::unique_ptr<AlertManager>> AlertManager::Open(AlertManagerOptions options, FileSystem& fs,
-                                                         const std::string& dir, Clock& clock, Logger& logger,
-                                                         MetricsRegistry& metrics,
-                                                         std::shared_ptr<const rules::RuleSet> rules) {
+Result<std::unique_ptr<AlertManager>> AlertManager::Open(
+    AlertManagerOptions options, FileSystem& fs, const std::string& dir, Clock& clock,
+    Logger& logger, MetricsRegistry& metrics, std::shared_ptr<const rules::RuleSet> rules) {
   TW_ASSIGN_OR_RETURN(auto store, AlertStore::Open(fs, dir));
   if (store->dropped_tail_bytes() > 0) {
-    logger.Warn("alert store: dropped a torn tail", {{"bytes", std::to_string(store->dropped_tail_bytes())}});
+    logger.Warn("alert store: dropped a torn tail",
+                {{"bytes", std::to_string(store->dropped_tail_bytes())}});
   }
-  return std::unique_ptr<AlertManager>(
-      new AlertManager(std::move(options), clock, logger, metrics, std::move(store), std::move(rules)));
+  return std::unique_ptr<AlertManager>(new AlertManager(std::move(options), clock, logger, metrics,
+                                                        std::move(store), std::move(rules)));
 }
 
-AlertManager::AlertManager(AlertManagerOptions options, Clock& clock, Logger& logger, MetricsRegistry& metrics,
-                           std::unique_ptr<AlertStore> store, std::shared_ptr<const rules::RuleSet> rules)
+AlertManager::AlertManager(AlertManagerOptions options, Clock& clock, Logger& logger,
+                           MetricsRegistry& metrics, std::unique_ptr<AlertStore> store,
+                           std::shared_ptr<const rules::RuleSet> rules)
     : options_(std::move(options)),
       clock_(clock),
       logger_(logger),
       records_seen_(metrics.AddCounter("trainwatch_detector_records_total",
                                        "Training records evaluated by the detectors and rules.")),
-      alerts_fired_(metrics.AddCounter("trainwatch_alerts_fired_total", "Alerts that started firing.")),
-      notify_errors_(metrics.AddCounter("trainwatch_alert_notify_errors_total",
-                                        "Alert notifications that could not be queued for the notifiers.")),
+      alerts_fired_(
+          metrics.AddCounter("trainwatch_alerts_fired_total", "Alerts that started firing.")),
+      notify_errors_(
+          metrics.AddCounter("trainwatch_alert_notify_errors_total",
+                             "Alert notifications that could not be queued for the notifiers.")),
       rules_(std::move(rules)),
       store_(std::move(store)) {
   for (const auto& [id, alert] : store_->alerts()) by_fingerprint_[alert.Fingerprint()] = id;
   metrics.AddGauge("trainwatch_alerts_active", "Alerts pending or firing.", [this] {
-    std::lock_guard lock(state_mu_);
+    MutexLock lock(state_mu_);
     double n = 0;
     for (const auto& [id, a] : store_->alerts()) n += a.status != AlertStatus::kResolved;
     return n;
@@ -51,14 +54,14 @@ void AlertManager::Start() {
 
 void AlertManager::Stop() {
   {
-    std::lock_guard lock(detect_mu_);
+    MutexLock lock(detect_mu_);
     detect_stop_ = true;
   }
   detect_cv_.notify_all();
   detect_space_.notify_all();
   if (detect_thread_.joinable()) detect_thread_.join();
   {
-    std::lock_guard lock(queue_mu_);
+    MutexLock lock(queue_mu_);
     stop_ = true;
   }
   queue_cv_.notify_all();
@@ -70,7 +73,7 @@ void AlertManager::Stop() {
 
 void AlertManager::Enqueue(std::vector<QueuedEvent> events) {
   {
-    std::lock_guard lock(queue_mu_);
+    MutexLock lock(queue_mu_);
     for (QueuedEvent& e : events) queue_.push_back(std::move(e));
     ++queued_batches_;
   }
@@ -79,29 +82,31 @@ void AlertManager::Enqueue(std::vector<QueuedEvent> events) {
 
 void AlertManager::Flush() {
   {
-    std::unique_lock lock(detect_mu_);
+    MutexLock lock(detect_mu_);
     const uint64_t target = writes_queued_;
-    detect_space_.wait(lock, [&] { return writes_detected_ >= target; });
+    detect_space_.wait(lock.native(),
+                       [&]() TW_REQUIRES(detect_mu_) { return writes_detected_ >= target; });
   }
-  std::unique_lock lock(queue_mu_);
+  MutexLock lock(queue_mu_);
   const uint64_t target = queued_batches_;
   queue_cv_.notify_one();
-  drained_cv_.wait(lock, [&] { return done_batches_ >= target; });
+  drained_cv_.wait(lock.native(), [&]() TW_REQUIRES(queue_mu_) { return done_batches_ >= target; });
 }
 
 void AlertManager::Loop() {
   int64_t next_check = clock_.DeadlineIn(options_.stall_check_interval_seconds);
   double next_resend = clock_.NowUnixSeconds() + options_.resend_interval_seconds;
-  std::unique_lock lock(queue_mu_);
+  MutexLock lock(queue_mu_);
   for (;;) {
-    clock_.WaitUntil(lock, queue_cv_, next_check, [&] { return stop_ || !queue_.empty(); });
+    clock_.WaitUntil(lock.native(), queue_cv_, next_check,
+                     [&]() TW_REQUIRES(queue_mu_) { return stop_ || !queue_.empty(); });
     std::vector<QueuedEvent> batch;
     batch.swap(queue_);
     const uint64_t batches = queued_batches_;
     const bool stopping = stop_;
-    lock.unlock();
+    lock.Unlock();
     {
-      std::lock_guard state(state_mu_);
+      MutexLock state(state_mu_);
       for (const QueuedEvent& e : batch) Process(e);
     }
     if (clock_.MonotonicNanos() >= next_check && !stopping) {
@@ -112,7 +117,7 @@ void AlertManager::Loop() {
       }
       next_check = clock_.DeadlineIn(options_.stall_check_interval_seconds);
     }
-    lock.lock();
+    lock.Lock();
     done_batches_ = std::max(done_batches_, batches);
     drained_cv_.notify_all();
     if (stopping && queue_.empty()) return;
@@ -133,7 +138,8 @@ void AlertManager::Process(const QueuedEvent& queued) {
         // The run ended: resolve each of its open alerts.
         std::vector<std::string> open;
         for (const auto& [id, a] : store_->alerts()) {
-          if (a.project == queued.project && a.run == queued.run && a.status != AlertStatus::kResolved) {
+          if (a.project == queued.project && a.run == queued.run &&
+              a.status != AlertStatus::kResolved) {
             open.push_back(a.Fingerprint());
           }
         }
@@ -166,7 +172,8 @@ void AlertManager::Fire(const QueuedEvent& queued, bool pending) {
     if (it != store_->alerts().end()) last = &it->second;
   }
   const bool open = last && last->status != AlertStatus::kResolved;
-  const bool cooling = last && !open && last->fired_at > 0 && now - last->resolved_at < options_.cooldown_seconds;
+  const bool cooling =
+      last && !open && last->fired_at > 0 && now - last->resolved_at < options_.cooldown_seconds;
   AlertRecord alert = (open || cooling) ? *last : std::move(fresh);
   if (open && last->status == AlertStatus::kFiring) {
     // The same incident again: count it, keep its first step.
@@ -208,7 +215,8 @@ void AlertManager::Fire(const QueuedEvent& queued, bool pending) {
   if (!pending && !cooling && alert.silenced_by == 0) Notify(alert);
 }
 
-void AlertManager::Resolve(const std::string& fingerprint, int64_t step, const std::string& message) {
+void AlertManager::Resolve(const std::string& fingerprint, int64_t step,
+                           const std::string& message) {
   auto known = by_fingerprint_.find(fingerprint);
   if (known == by_fingerprint_.end()) return;
   auto it = store_->alerts().find(known->second);
@@ -225,7 +233,7 @@ void AlertManager::Resolve(const std::string& fingerprint, int64_t step, const s
 }
 
 void AlertManager::ResendFiring() {
-  std::lock_guard lock(state_mu_);
+  MutexLock lock(state_mu_);
   for (const auto& [id, a] : store_->alerts()) {
     if (a.status != AlertStatus::kFiring || a.notified != "firing" || a.silenced_by != 0) continue;
     AlertRecord copy = a;
@@ -250,7 +258,8 @@ void AlertManager::Notify(AlertRecord& alert, bool repeat) {
   Status s = notify_(n);
   if (!s.ok()) {
     notify_errors_.Add();
-    logger_.Error("queueing alert notification", {{"error", s.ToString()}, {"alert", std::to_string(alert.id)}});
+    logger_.Error("queueing alert notification",
+                  {{"error", s.ToString()}, {"alert", std::to_string(alert.id)}});
     return;
   }
   if (repeat) return;
@@ -294,7 +303,7 @@ notify::Notification AlertManager::ToNotification(const AlertRecord& a) const {
 // Queries and operator actions.
 
 std::vector<AlertRecord> AlertManager::List(const AlertQuery& q) const {
-  std::lock_guard lock(state_mu_);
+  MutexLock lock(state_mu_);
   std::vector<AlertRecord> out;
   const auto& alerts = store_->alerts();
   for (auto it = alerts.rbegin(); it != alerts.rend() && out.size() < q.limit; ++it) {
@@ -312,14 +321,15 @@ std::vector<AlertRecord> AlertManager::List(const AlertQuery& q) const {
 }
 
 std::optional<AlertRecord> AlertManager::Get(uint64_t id) const {
-  std::lock_guard lock(state_mu_);
+  MutexLock lock(state_mu_);
   auto it = store_->alerts().find(id);
   if (it == store_->alerts().end()) return std::nullopt;
   return it->second;
 }
 
-Result<AlertRecord> AlertManager::Acknowledge(uint64_t id, bool acknowledged, const std::string& by) {
-  std::lock_guard lock(state_mu_);
+Result<AlertRecord> AlertManager::Acknowledge(uint64_t id, bool acknowledged,
+                                              const std::string& by) {
+  MutexLock lock(state_mu_);
   auto it = store_->alerts().find(id);
   if (it == store_->alerts().end()) return Status::NotFound("no alert " + std::to_string(id));
   AlertRecord alert = it->second;
@@ -339,13 +349,13 @@ Result<Silence> AlertManager::AddSilence(Silence silence) {
     return Status::InvalidArgument("a silence must end in the future, after it starts");
   }
   silence.id = 0;
-  std::lock_guard lock(state_mu_);
+  MutexLock lock(state_mu_);
   TW_RETURN_IF_ERROR(store_->Put(&silence));
   return silence;
 }
 
 Result<Silence> AlertManager::ExpireSilence(uint64_t id) {
-  std::lock_guard lock(state_mu_);
+  MutexLock lock(state_mu_);
   auto it = store_->silences().find(id);
   if (it == store_->silences().end()) return Status::NotFound("no silence " + std::to_string(id));
   Silence s = it->second;
@@ -355,7 +365,7 @@ Result<Silence> AlertManager::ExpireSilence(uint64_t id) {
 }
 
 std::vector<Silence> AlertManager::Silences(bool include_expired) const {
-  std::lock_guard lock(state_mu_);
+  MutexLock lock(state_mu_);
   const double now = clock_.NowUnixSeconds();
   std::vector<Silence> out;
   for (const auto& [id, s] : store_->silences()) {

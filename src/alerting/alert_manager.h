@@ -16,7 +16,6 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -30,6 +29,7 @@
 #include "common/file_system.h"
 #include "common/logging.h"
 #include "common/metrics_registry.h"
+#include "common/mutex.h"
 #include "notify/notification.h"
 #include "rules/rule_set.h"
 #include "trainwatch/v1/ingest.pb.h"
@@ -46,7 +46,8 @@ struct AlertManagerOptions {
   double resend_interval_seconds = 60;
   // Bytes of committed writes waiting for detection before OnCommit waits for the detector.
   size_t max_queued_bytes = 64 << 20;
-  // Base of the chart links in notifications: <external_url>/#/runs/<project>/<run>?metric=..&step=..
+  // Base of the chart links in notifications:
+  // <external_url>/#/runs/<project>/<run>?metric=..&step=..
   std::string external_url = "http://127.0.0.1:8080";
 };
 
@@ -61,15 +62,16 @@ struct AlertQuery {
 
 class AlertManager {
  public:
-  // Persists a notification (the notifiers' outbox); an error is logged and counted, not retried here.
+  // Persists a notification (the notifiers' outbox); an error is logged and counted, not retried
+  // here.
   using NotifyFn = std::function<Status(const notify::Notification&)>;
   // Told about every created or changed alert (live push); called on the manager's thread.
   using ChangeFn = std::function<void(const AlertRecord&)>;
 
   // Opens the alert store in `dir`. `fs`, `clock`, `logger` and `metrics` must outlive the manager.
   static Result<std::unique_ptr<AlertManager>> Open(AlertManagerOptions options, FileSystem& fs,
-                                                    const std::string& dir, Clock& clock, Logger& logger,
-                                                    MetricsRegistry& metrics,
+                                                    const std::string& dir, Clock& clock,
+                                                    Logger& logger, MetricsRegistry& metrics,
                                                     std::shared_ptr<const rules::RuleSet> rules);
   ~AlertManager();
   AlertManager(const AlertManager&) = delete;
@@ -119,19 +121,21 @@ class AlertManager {
     double arrival = 0;        // server clock when it was committed
     size_t bytes = 0;
   };
-  void Loop();
-  void DetectLoop();
-  void Detect(const QueuedWrite& write);
-  void CheckStalled();
-  void ResendFiring();
-  void FeedBatch(const v1::RunBatch& batch, RunMonitor& monitor, std::vector<AlertEvent>* out);
-  void Enqueue(std::vector<QueuedEvent> events);
-  void Process(const QueuedEvent& queued);
-  void Fire(const QueuedEvent& queued, bool pending);
-  void Resolve(const std::string& fingerprint, int64_t step, const std::string& message);
-  void Save(AlertRecord& alert);
-  void Notify(AlertRecord& alert, bool repeat = false);
-  uint64_t SilenceFor(const AlertRecord& alert) const;
+  void Loop() TW_EXCLUDES(queue_mu_, state_mu_);
+  void DetectLoop() TW_EXCLUDES(detect_mu_);
+  void Detect(const QueuedWrite& write) TW_EXCLUDES(monitors_mu_);
+  void CheckStalled() TW_EXCLUDES(monitors_mu_);
+  void ResendFiring() TW_EXCLUDES(state_mu_);
+  void FeedBatch(const v1::RunBatch& batch, RunMonitor& monitor, std::vector<AlertEvent>* out)
+      TW_REQUIRES(monitors_mu_);
+  void Enqueue(std::vector<QueuedEvent> events) TW_EXCLUDES(queue_mu_);
+  void Process(const QueuedEvent& queued) TW_REQUIRES(state_mu_);
+  void Fire(const QueuedEvent& queued, bool pending) TW_REQUIRES(state_mu_);
+  void Resolve(const std::string& fingerprint, int64_t step, const std::string& message)
+      TW_REQUIRES(state_mu_);
+  void Save(AlertRecord& alert) TW_REQUIRES(state_mu_);
+  void Notify(AlertRecord& alert, bool repeat = false) TW_REQUIRES(state_mu_);
+  uint64_t SilenceFor(const AlertRecord& alert) const TW_REQUIRES(state_mu_);
   notify::Notification ToNotification(const AlertRecord& alert) const;
 
   const AlertManagerOptions options_;
@@ -143,36 +147,39 @@ class AlertManager {
   Counter& alerts_fired_;
   Counter& notify_errors_;
 
-  // Detection state: one monitor per running run, touched by the applier thread and the stall check.
-  mutable std::mutex monitors_mu_;
-  std::shared_ptr<const rules::RuleSet> rules_;                 // GUARDED_BY(monitors_mu_)
-  std::unordered_map<std::string, Monitored> monitors_;         // GUARDED_BY(monitors_mu_); key project\x1frun
+  // Detection state: one monitor per running run, touched by the applier thread and the stall
+  // check.
+  mutable Mutex monitors_mu_;
+  std::shared_ptr<const rules::RuleSet> rules_ TW_GUARDED_BY(monitors_mu_);
+  std::unordered_map<std::string, Monitored> monitors_
+      TW_GUARDED_BY(monitors_mu_);  // key project\x1frun
 
   // Committed writes from OnCommit to the detection thread.
-  std::mutex detect_mu_;
+  Mutex detect_mu_;
   std::condition_variable detect_cv_;     // work arrived, or stop
   std::condition_variable detect_space_;  // room in the queue, or a batch detected
-  std::deque<QueuedWrite> detect_queue_;  // GUARDED_BY(detect_mu_)
-  size_t detect_bytes_ = 0;               // GUARDED_BY(detect_mu_)
-  uint64_t writes_queued_ = 0;            // GUARDED_BY(detect_mu_)
-  uint64_t writes_detected_ = 0;          // GUARDED_BY(detect_mu_)
-  bool detect_stop_ = false;              // GUARDED_BY(detect_mu_)
+  std::deque<QueuedWrite> detect_queue_ TW_GUARDED_BY(detect_mu_);
+  size_t detect_bytes_ TW_GUARDED_BY(detect_mu_) = 0;
+  uint64_t writes_queued_ TW_GUARDED_BY(detect_mu_) = 0;
+  uint64_t writes_detected_ TW_GUARDED_BY(detect_mu_) = 0;
+  bool detect_stop_ TW_GUARDED_BY(detect_mu_) = false;
   std::thread detect_thread_;
 
   // Events from detection to the alert thread.
-  std::mutex queue_mu_;
+  Mutex queue_mu_;
   std::condition_variable queue_cv_;
   std::condition_variable drained_cv_;
-  std::vector<QueuedEvent> queue_;  // GUARDED_BY(queue_mu_)
-  uint64_t queued_batches_ = 0;     // GUARDED_BY(queue_mu_)
-  uint64_t done_batches_ = 0;       // GUARDED_BY(queue_mu_)
-  bool stop_ = false;               // GUARDED_BY(queue_mu_)
+  std::vector<QueuedEvent> queue_ TW_GUARDED_BY(queue_mu_);
+  uint64_t queued_batches_ TW_GUARDED_BY(queue_mu_) = 0;
+  uint64_t done_batches_ TW_GUARDED_BY(queue_mu_) = 0;
+  bool stop_ TW_GUARDED_BY(queue_mu_) = false;
   std::thread thread_;
 
   // Alert state: the store and the index of open alerts.
-  mutable std::mutex state_mu_;
-  std::unique_ptr<AlertStore> store_;                          // GUARDED_BY(state_mu_)
-  std::unordered_map<std::string, uint64_t> by_fingerprint_;  // GUARDED_BY(state_mu_): latest alert per incident
+  mutable Mutex state_mu_;
+  std::unique_ptr<AlertStore> store_ TW_GUARDED_BY(state_mu_);
+  // The latest alert of each incident.
+  std::unordered_map<std::string, uint64_t> by_fingerprint_ TW_GUARDED_BY(state_mu_);
 };
 
 }  // namespace trainwatch::alerting

@@ -7,20 +7,22 @@
 namespace trainwatch::alerting {
 namespace {
 
-std::string MonitorKey(const std::string& project, const std::string& run) { return project + '\x1f' + run; }
+std::string MonitorKey(const std::string& project, const std::string& run) {
+  return project + '\x1f' + run;
+}
 
 bool Ends(const std::string& status) { return status == "finished" || status == "crashed"; }
 
 }  // namespace
 
 std::shared_ptr<const rules::RuleSet> AlertManager::rules() const {
-  std::lock_guard lock(monitors_mu_);
+  MutexLock lock(monitors_mu_);
   return rules_;
 }
 
 void AlertManager::Reload(std::shared_ptr<const rules::RuleSet> rules) {
   {
-    std::lock_guard lock(monitors_mu_);
+    MutexLock lock(monitors_mu_);
     rules_ = rules;
     for (auto& [key, m] : monitors_) m.monitor->Rebind(rules);
   }
@@ -29,7 +31,8 @@ void AlertManager::Reload(std::shared_ptr<const rules::RuleSet> rules) {
 // ---------------------------------------------------------------------------------------------
 // Detection, on the applier thread.
 
-void AlertManager::FeedBatch(const v1::RunBatch& batch, RunMonitor& monitor, std::vector<AlertEvent>* out) {
+void AlertManager::FeedBatch(const v1::RunBatch& batch, RunMonitor& monitor,
+                             std::vector<AlertEvent>* out) {
   monitor.ObserveBatch(batch, out);
   records_seen_.Add(static_cast<uint64_t>(batch.steps_size()));
 }
@@ -52,10 +55,11 @@ void AlertManager::OnCommit(const v1::WriteRequest& request) {
   if (write.request.runs_size() == 0) return;
   write.bytes = write.request.ByteSizeLong();
   {
-    std::unique_lock lock(detect_mu_);
+    MutexLock lock(detect_mu_);
     // Backpressure: detection never skips a point, so a detector that falls behind slows commits.
-    detect_space_.wait(lock, [&] {
-      return detect_stop_ || detect_bytes_ == 0 || detect_bytes_ + write.bytes <= options_.max_queued_bytes;
+    detect_space_.wait(lock.native(), [&]() TW_REQUIRES(detect_mu_) {
+      return detect_stop_ || detect_bytes_ == 0 ||
+             detect_bytes_ + write.bytes <= options_.max_queued_bytes;
     });
     detect_bytes_ += write.bytes;
     ++writes_queued_;
@@ -65,15 +69,17 @@ void AlertManager::OnCommit(const v1::WriteRequest& request) {
 }
 
 void AlertManager::DetectLoop() {
-  std::unique_lock lock(detect_mu_);
+  MutexLock lock(detect_mu_);
   for (;;) {
-    detect_cv_.wait(lock, [&] { return detect_stop_ || !detect_queue_.empty(); });
+    detect_cv_.wait(lock.native(), [&]() TW_REQUIRES(detect_mu_) {
+      return detect_stop_ || !detect_queue_.empty();
+    });
     if (detect_queue_.empty()) return;  // stopping, and everything is detected
     QueuedWrite write = std::move(detect_queue_.front());
     detect_queue_.pop_front();
-    lock.unlock();
+    lock.Unlock();
     Detect(write);
-    lock.lock();
+    lock.Lock();
     detect_bytes_ -= write.bytes;
     ++writes_detected_;
     detect_space_.notify_all();
@@ -85,13 +91,16 @@ void AlertManager::Detect(const QueuedWrite& write) {
   std::vector<QueuedEvent> queued;
   std::vector<AlertEvent> events;
   {
-    std::lock_guard lock(monitors_mu_);
+    MutexLock lock(monitors_mu_);
     for (const v1::RunBatch& batch : request.runs()) {
       const std::string key = MonitorKey(batch.project(), batch.run());
-      const bool ending = batch.has_metadata() && batch.metadata().has_status() && Ends(batch.metadata().status());
+      const bool ending =
+          batch.has_metadata() && batch.metadata().has_status() && Ends(batch.metadata().status());
       auto it = monitors_.find(key);
       if (it == monitors_.end() && batch.steps_size() > 0) {
-        it = monitors_.emplace(key, Monitored{std::make_unique<RunMonitor>(batch.project(), batch.run(), rules_)})
+        it = monitors_
+                 .emplace(key, Monitored{std::make_unique<RunMonitor>(batch.project(), batch.run(),
+                                                                      rules_)})
                  .first;
       }
       if (it != monitors_.end() && batch.steps_size() > 0) {
@@ -99,7 +108,8 @@ void AlertManager::Detect(const QueuedWrite& write) {
         FeedBatch(batch, *it->second.monitor, &events);
         double last_time = batch.times_size() ? batch.times(batch.times_size() - 1) : NAN;
         if (std::isfinite(last_time)) it->second.clock_offset = write.arrival - last_time;
-        for (AlertEvent& e : events) queued.push_back(QueuedEvent{batch.project(), batch.run(), std::move(e)});
+        for (AlertEvent& e : events)
+          queued.push_back(QueuedEvent{batch.project(), batch.run(), std::move(e)});
       }
       if (ending) {
         if (it != monitors_.end()) monitors_.erase(it);
@@ -120,11 +130,12 @@ void AlertManager::CheckStalled() {
   std::vector<AlertEvent> events;
   const double now = clock_.NowUnixSeconds();
   {
-    std::lock_guard lock(monitors_mu_);
+    MutexLock lock(monitors_mu_);
     for (auto& [key, m] : monitors_) {
       events.clear();
       m.monitor->CheckStalled(now - m.clock_offset, &events);
-      for (AlertEvent& e : events) queued.push_back(QueuedEvent{m.monitor->project(), m.monitor->run(), std::move(e)});
+      for (AlertEvent& e : events)
+        queued.push_back(QueuedEvent{m.monitor->project(), m.monitor->run(), std::move(e)});
     }
   }
   if (!queued.empty()) Enqueue(std::move(queued));

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "common/mutex.h"
 #include "common/testing/temp_dir.h"
 
 namespace trainwatch::alerting {
@@ -21,18 +22,18 @@ class AlertManagerTest : public testing::Test {
     Open(options);
   }
   void Open(AlertManagerOptions options) {
-    auto m = AlertManager::Open(options, PosixFileSystem(), dir_.Join("alerts"), clock_, logger_, metrics_,
-                                std::make_shared<const rules::RuleSet>());
+    auto m = AlertManager::Open(options, PosixFileSystem(), dir_.Join("alerts"), clock_, logger_,
+                                metrics_, std::make_shared<const rules::RuleSet>());
     ASSERT_TRUE(m.ok()) << m.status().ToString();
     manager_ = std::move(*m);
     manager_->SetNotify([this](const notify::Notification& n) {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       sent_.push_back(n.status + " " + n.kind + "@" + std::to_string(n.step));
       last_ = n;
       return Status::Ok();
     });
     manager_->SetChangeListener([this](const AlertRecord& a) {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       ++changes_;
     });
     manager_->Start();
@@ -68,7 +69,7 @@ class AlertManagerTest : public testing::Test {
   }
   std::vector<std::string> Sent() {
     manager_->Flush();
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return sent_;
   }
   std::vector<AlertRecord> All() { return manager_->List(AlertQuery{}); }
@@ -78,10 +79,10 @@ class AlertManagerTest : public testing::Test {
   Logger logger_{LogLevel::kError};
   MetricsRegistry metrics_;
   std::unique_ptr<AlertManager> manager_;
-  std::mutex mu_;
-  std::vector<std::string> sent_;  // GUARDED_BY(mu_)
-  notify::Notification last_;      // GUARDED_BY(mu_)
-  int changes_ = 0;                // GUARDED_BY(mu_)
+  Mutex mu_;
+  std::vector<std::string> sent_ TW_GUARDED_BY(mu_);
+  notify::Notification last_ TW_GUARDED_BY(mu_);
+  int changes_ TW_GUARDED_BY(mu_) = 0;
 };
 
 TEST_F(AlertManagerTest, NanFiresOnceAndResolvesWhenTheLossIsFiniteAgain) {
@@ -89,7 +90,7 @@ TEST_F(AlertManagerTest, NanFiresOnceAndResolvesWhenTheLossIsFiniteAgain) {
   Write(100, NAN);
   EXPECT_THAT(Sent(), testing::ElementsAre("firing nan@100"));
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     EXPECT_EQ(last_.project, "p");
     EXPECT_EQ(last_.run, "r1");
     EXPECT_EQ(last_.metric, "loss");
@@ -107,7 +108,7 @@ TEST_F(AlertManagerTest, NanFiresOnceAndResolvesWhenTheLossIsFiniteAgain) {
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(all[0].status, AlertStatus::kResolved);
   EXPECT_EQ(all[0].resolved_step, 110);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   EXPECT_GE(changes_, 2);
 }
 
@@ -186,7 +187,10 @@ TEST_F(AlertManagerTest, AlertsAndAcknowledgementsSurviveARestartAndStillDedupli
   ASSERT_TRUE(acked.ok());
   EXPECT_EQ(manager_->Acknowledge(999, true, "x").status().code(), StatusCode::kNotFound);
   Close();
-  sent_.clear();
+  {
+    MutexLock lock(mu_);  // no other thread now, but the analysis does not know that
+    sent_.clear();
+  }
   Open();
   auto all = All();
   ASSERT_EQ(all.size(), 1u);

@@ -4,14 +4,15 @@
 
 namespace trainwatch::api {
 
-ConnectionRegistry::ConnectionRegistry(size_t max_connections, size_t max_per_address, Counter& evicted)
+ConnectionRegistry::ConnectionRegistry(size_t max_connections, size_t max_per_address,
+                                       Counter& evicted)
     : max_connections_(max_connections), max_per_address_(max_per_address), evicted_(evicted) {}
 
 std::shared_ptr<ConnectionRegistry::Slot> ConnectionRegistry::Register(const std::string& address) {
   std::shared_ptr<Connection> victim;
   std::shared_ptr<Slot> slot;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     std::list<Slot*>& mine = by_address_[address];
     if (mine.size() >= max_per_address_) {
       victim = TakeOldestWaiting(mine);
@@ -35,12 +36,12 @@ std::shared_ptr<ConnectionRegistry::Slot> ConnectionRegistry::Register(const std
 }
 
 void ConnectionRegistry::Attach(Slot& slot, std::weak_ptr<Connection> connection) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   slot.connection_ = std::move(connection);
 }
 
 bool ConnectionRegistry::SetWaiting(Slot& slot, bool waiting) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (slot.evicted_) return false;
   slot.waiting_ = waiting;
   if (waiting) slot.waiting_since_ = ++waiting_clock_;
@@ -50,7 +51,7 @@ bool ConnectionRegistry::SetWaiting(Slot& slot, bool waiting) {
 bool ConnectionRegistry::EvictOldestWaiting() {
   std::shared_ptr<Connection> victim;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     victim = TakeOldestWaitingAnywhere();
   }
   if (!victim) return false;
@@ -60,12 +61,12 @@ bool ConnectionRegistry::EvictOldestWaiting() {
 }
 
 size_t ConnectionRegistry::open() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return open_;
 }
 
 void ConnectionRegistry::Release(Slot* slot) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!slot->listed_) return;
   auto it = by_address_.find(slot->address);
   it->second.erase(slot->position_);
@@ -96,7 +97,8 @@ std::shared_ptr<Connection> ConnectionRegistry::TakeOldestWaitingAnywhere() {
   // The address with the most connections gives one up: a flood pays for itself.
   std::list<Slot*>* busiest = nullptr;
   for (auto& [address, slots] : by_address_) {
-    bool has_waiting = std::any_of(slots.begin(), slots.end(), [](const Slot* s) { return s->waiting_; });
+    bool has_waiting =
+        std::any_of(slots.begin(), slots.end(), [](const Slot* s) { return s->waiting_; });
     if (has_waiting && (!busiest || slots.size() > busiest->size())) busiest = &slots;
   }
   return busiest ? TakeOldestWaiting(*busiest) : nullptr;

@@ -66,7 +66,8 @@ Status HttpServer::Impl::Start() {
 void HttpServer::Impl::Accept() {
   acceptor_.async_accept(net::make_strand(ioc_), [this](beast::error_code ec, tcp::socket socket) {
     if (stopped_) return;
-    if (ec == beast::errc::too_many_files_open || ec == beast::errc::too_many_files_open_in_system) {
+    if (ec == beast::errc::too_many_files_open ||
+        ec == beast::errc::too_many_files_open_in_system) {
       // Out of file descriptors: close the oldest connection that only waits for a header, and
       // pause instead of spinning on accept (the newcomer stays in the listen queue meanwhile).
       accept_backoffs_.Add();
@@ -103,7 +104,8 @@ void HttpServer::Impl::OnAccepted(tcp::socket socket) {
     static const std::string kBody = "{\"error\":\"too many connections; retry later\"}\n";
     static const std::string kBusy =
         "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: "
-        "close\r\nContent-Length: " + std::to_string(kBody.size()) + "\r\n\r\n" + kBody;
+        "close\r\nContent-Length: " +
+        std::to_string(kBody.size()) + "\r\n\r\n" + kBody;
     net::async_write(*refused, net::buffer(kBusy), [refused](beast::error_code, size_t) {});
     return;
   }
@@ -117,14 +119,15 @@ void HttpServer::Impl::OnAccepted(tcp::socket socket) {
 template <class Stream>
 void HttpServer::Impl::StartSession(tcp::socket socket, std::shared_ptr<Slot> slot) {
   std::shared_ptr<net::ssl::context> tls_context = options_.tls ? options_.tls->Current() : nullptr;
-  auto session = std::make_shared<Session<Stream>>(*this, std::move(socket), slot, std::move(tls_context));
+  auto session =
+      std::make_shared<Session<Stream>>(*this, std::move(socket), slot, std::move(tls_context));
   registry_.Attach(*slot, session);
   session->Start();
 }
 
 Result<bool> HttpServer::Impl::ReloadTls() {
   if (!options_.tls) return false;
-  std::lock_guard lock(tls_mu_);
+  MutexLock lock(tls_mu_);
   Result<bool> reloaded = options_.tls->Reload();
   if (!reloaded.ok()) {
     tls_reload_errors_.Add();
@@ -139,8 +142,9 @@ Result<bool> HttpServer::Impl::ReloadTls() {
   if (*reloaded) {
     tls_reloads_.Add();
     TlsCertificateInfo cert = options_.tls->certificate();
-    logger_.Info("TLS certificate reloaded: new connections get it",
-                 {{"subject", cert.subject}, {"serial", cert.serial}, {"not_after", cert.not_after}});
+    logger_.Info(
+        "TLS certificate reloaded: new connections get it",
+        {{"subject", cert.subject}, {"serial", cert.serial}, {"not_after", cert.not_after}});
   }
   return reloaded;
 }
@@ -157,19 +161,21 @@ void HttpServer::Impl::PollTls() {
   });
 }
 
-auth::AuditEntry HttpServer::Impl::AuditEntryOf(const std::string& method, const std::string& path,
-                                                const std::multimap<std::string, std::string>& query,
-                                                const auth::Principal& who, const std::string& remote,
-                                                const HttpResponse& response) const {
+auth::AuditEntry HttpServer::Impl::AuditEntryOf(
+    const std::string& method, const std::string& path,
+    const std::multimap<std::string, std::string>& query, const auth::Principal& who,
+    const std::string& remote, const HttpResponse& response) const {
   auth::AuditEntry e;
   e.key = who.key_name;
   e.remote = remote;
   e.action = method + " " + path;
   for (const char* name : {"project", "run", "id"}) {
     auto it = query.find(name);
-    if (it != query.end()) e.target += (e.target.empty() ? "" : " ") + std::string(name) + "=" + it->second;
+    if (it != query.end())
+      e.target += (e.target.empty() ? "" : " ") + std::string(name) + "=" + it->second;
   }
-  if (!response.audit_target.empty()) e.target += (e.target.empty() ? "" : " ") + response.audit_target;
+  if (!response.audit_target.empty())
+    e.target += (e.target.empty() ? "" : " ") + response.audit_target;
   e.outcome = response.status;
   if (response.status >= 400 && response.body.size() < 1024) e.detail = response.body;
   while (!e.detail.empty() && e.detail.back() == '\n') e.detail.pop_back();
@@ -182,9 +188,10 @@ void HttpServer::Impl::Dispatch(HttpRequest&& req, const RouteMatch& route, Resp
     responder = [this, method = req.method, path = req.path, query = req.query, who = req.principal,
                  remote = req.remote, inner = std::move(responder)](HttpResponse response) mutable {
       auth::AuditEntry entry = AuditEntryOf(method, path, query, who, remote, response);
-      options_.audit->Append(std::move(entry), [inner = std::move(inner), response = std::move(response)]() mutable {
-        inner(std::move(response));
-      });
+      options_.audit->Append(std::move(entry),
+                             [inner = std::move(inner), response = std::move(response)]() mutable {
+                               inner(std::move(response));
+                             });
     };
   }
   if (req.method == "OPTIONS" && admission_.CorsOrigin(req.Header("origin"))) {
@@ -199,20 +206,23 @@ void HttpServer::Impl::Dispatch(HttpRequest&& req, const RouteMatch& route, Resp
     return;
   }
   if (route.fallback) {
-    router_.fallback()(std::move(req), std::move(responder));  // static files: no API key (they hold no data)
+    router_.fallback()(std::move(req),
+                       std::move(responder));  // static files: no API key (they hold no data)
     return;
   }
   const HttpHandler* handler = route.handler;
   if (!handler) {
-    responder(route.path_known ? HttpResponse::Error(405, "method " + req.method + " not allowed on " + req.path)
-                         : HttpResponse::Error(404, "no endpoint at " + req.path));
+    responder(route.path_known
+                  ? HttpResponse::Error(405, "method " + req.method + " not allowed on " + req.path)
+                  : HttpResponse::Error(404, "no endpoint at " + req.path));
     return;
   }
   if (route.options->offload) {
     // Routes never change after Start(): the handler outlives the task.
-    net::post(query_pool_, [handler, req = std::move(req), responder = std::move(responder)]() mutable {
-      (*handler)(std::move(req), std::move(responder));
-    });
+    net::post(query_pool_,
+              [handler, req = std::move(req), responder = std::move(responder)]() mutable {
+                (*handler)(std::move(req), std::move(responder));
+              });
     return;
   }
   (*handler)(std::move(req), std::move(responder));
@@ -245,8 +255,8 @@ void HttpServer::Route(const std::string& method, const std::string& path, HttpH
   impl_->router_.Route(method, path, std::move(handler), std::move(options));
 }
 
-void HttpServer::RoutePrefix(const std::string& method, const std::string& prefix, HttpHandler handler,
-                             RouteOptions options) {
+void HttpServer::RoutePrefix(const std::string& method, const std::string& prefix,
+                             HttpHandler handler, RouteOptions options) {
   impl_->router_.RoutePrefix(method, prefix, std::move(handler), std::move(options));
 }
 

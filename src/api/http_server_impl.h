@@ -7,7 +7,6 @@
 #include <atomic>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,6 +20,7 @@
 #include "api/http_admission.h"
 #include "api/http_router.h"
 #include "api/http_server.h"
+#include "common/mutex.h"
 
 namespace trainwatch::api {
 
@@ -39,23 +39,31 @@ class HttpServer::Impl {
       : options_(std::move(options)),
         logger_(logger),
         requests_(metrics.AddCounter("trainwatch_http_requests_total", "HTTP requests served.")),
-        errors_(metrics.AddCounter("trainwatch_http_errors_total", "HTTP responses with status >= 400.")),
-        evicted_(metrics.AddCounter("trainwatch_http_connections_evicted_total",
-                                    "Connections waiting for a request header closed to make room for new ones.")),
-        refused_(metrics.AddCounter("trainwatch_http_connections_refused_total",
-                                    "Connections answered 503 because every slot was busy with a request.")),
-        denied_(metrics.AddCounter("trainwatch_http_connections_denied_total",
-                                   "Connections closed at once: their address is not in --allow-from.")),
-        accept_backoffs_(metrics.AddCounter("trainwatch_http_accept_backoffs_total",
-                                            "Pauses of the accept loop for want of file descriptors.")),
-        tls_handshake_failures_(metrics.AddCounter(
-            "trainwatch_tls_handshake_failures_total",
-            "Connections to the HTTPS port closed before or during the TLS handshake (plaintext HTTP, "
-            "no client certificate, no common protocol or cipher, timeouts).")),
-        tls_reloads_(metrics.AddCounter("trainwatch_tls_reloads_total",
-                                        "TLS certificates loaded again after their files changed.")),
-        tls_reload_errors_(metrics.AddCounter("trainwatch_tls_reload_errors_total",
-                                              "Changed TLS files that did not load (the certificate in use stays).")),
+        errors_(metrics.AddCounter("trainwatch_http_errors_total",
+                                   "HTTP responses with status >= 400.")),
+        evicted_(metrics.AddCounter(
+            "trainwatch_http_connections_evicted_total",
+            "Connections waiting for a request header closed to make room for new ones.")),
+        refused_(metrics.AddCounter(
+            "trainwatch_http_connections_refused_total",
+            "Connections answered 503 because every slot was busy with a request.")),
+        denied_(metrics.AddCounter(
+            "trainwatch_http_connections_denied_total",
+            "Connections closed at once: their address is not in --allow-from.")),
+        accept_backoffs_(
+            metrics.AddCounter("trainwatch_http_accept_backoffs_total",
+                               "Pauses of the accept loop for want of file descriptors.")),
+        tls_handshake_failures_(
+            metrics.AddCounter("trainwatch_tls_handshake_failures_total",
+                               "Connections to the HTTPS port closed before or during the TLS "
+                               "handshake (plaintext HTTP, "
+                               "no client certificate, no common protocol or cipher, timeouts).")),
+        tls_reloads_(
+            metrics.AddCounter("trainwatch_tls_reloads_total",
+                               "TLS certificates loaded again after their files changed.")),
+        tls_reload_errors_(metrics.AddCounter(
+            "trainwatch_tls_reload_errors_total",
+            "Changed TLS files that did not load (the certificate in use stays).")),
         latency_(metrics.AddHistogram("trainwatch_http_request_duration_seconds",
                                       "Time from a request read to its response queued.")),
         admission_(AdmissionOptions{.allowed_hosts = options_.allowed_hosts,
@@ -70,9 +78,10 @@ class HttpServer::Impl {
         tls_timer_(ioc_),
         query_pool_(static_cast<size_t>(std::max(1, options_.query_threads))) {
     if (options_.tls) {
-      metrics.AddGauge("trainwatch_tls_certificate_expiry_timestamp_seconds",
-                       "When the certificate served to new HTTPS connections expires (Unix seconds).",
-                       [tls = options_.tls] { return tls->certificate().not_after; });
+      metrics.AddGauge(
+          "trainwatch_tls_certificate_expiry_timestamp_seconds",
+          "When the certificate served to new HTTPS connections expires (Unix seconds).",
+          [tls = options_.tls] { return tls->certificate().not_after; });
     }
     metrics.AddGauge("trainwatch_http_connections", "Open HTTP and WebSocket connections.",
                      [this] { return static_cast<double>(registry_.open()); });
@@ -98,8 +107,9 @@ class HttpServer::Impl {
   // durable.
   void Dispatch(HttpRequest&& req, const RouteMatch& route, Responder responder);
   auth::AuditEntry AuditEntryOf(const std::string& method, const std::string& path,
-                                const std::multimap<std::string, std::string>& query, const auth::Principal& who,
-                                const std::string& remote, const HttpResponse& response) const;
+                                const std::multimap<std::string, std::string>& query,
+                                const auth::Principal& who, const std::string& remote,
+                                const HttpResponse& response) const;
 
   HttpServerOptions options_;
   Logger& logger_;
@@ -123,8 +133,8 @@ class HttpServer::Impl {
   net::steady_timer tls_timer_;
   // Runs the `offload` routes' handlers and streamed bodies' producers (RouteOptions::offload).
   net::thread_pool query_pool_;
-  std::string last_tls_error_;  // only touched by ReloadTls callers, one at a time (tls_mu_)
-  std::mutex tls_mu_;
+  Mutex tls_mu_;  // ReloadTls callers one at a time
+  std::string last_tls_error_ TW_GUARDED_BY(tls_mu_);
   std::vector<std::thread> threads_;
   std::atomic<uint64_t> next_peer_id_{1};
   std::atomic<bool> stopped_{false};

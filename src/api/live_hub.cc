@@ -17,14 +17,14 @@ LiveHub::LiveHub(MetricsRegistry& metrics)
 }
 
 size_t LiveHub::subscribers() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return subs_.size();
 }
 
 size_t LiveHub::CloseKey(const std::string& key_id) {
   std::vector<std::shared_ptr<WebSocketPeer>> closing;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (const auto& [id, sub] : subs_) {
       if (sub.peer && sub.peer->principal().key_id == key_id) closing.push_back(sub.peer);
     }
@@ -36,14 +36,14 @@ size_t LiveHub::CloseKey(const std::string& key_id) {
 WebSocketHandler LiveHub::Handler() {
   WebSocketHandler handler;
   handler.on_open = [this](std::shared_ptr<WebSocketPeer> peer) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     subs_[peer->id()].peer = std::move(peer);
   };
   handler.on_message = [this](const std::shared_ptr<WebSocketPeer>& peer, std::string_view text) {
     OnMessage(peer, text);
   };
   handler.on_close = [this](const std::shared_ptr<WebSocketPeer>& peer) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     subs_.erase(peer->id());
   };
   return handler;
@@ -61,9 +61,9 @@ void LiveHub::OnMessage(const std::shared_ptr<WebSocketPeer>& peer, std::string_
     return;
   }
   nlohmann::json msg = std::move(*parsed);
-  if (!msg.is_object() || !msg.contains("subscribe") ||
-      !msg["subscribe"].is_object()) {
-    reply_error("expected {\"subscribe\": {\"project\": ..., \"runs\": [...], \"metrics\": [...]}}");
+  if (!msg.is_object() || !msg.contains("subscribe") || !msg["subscribe"].is_object()) {
+    reply_error(
+        "expected {\"subscribe\": {\"project\": ..., \"runs\": [...], \"metrics\": [...]}}");
     return;
   }
   const nlohmann::json& sub = msg["subscribe"];
@@ -84,19 +84,21 @@ void LiveHub::OnMessage(const std::shared_ptr<WebSocketPeer>& peer, std::string_
   const auth::Principal& who = peer->principal();
   if (!who.projects.empty() && (next.all_projects || !who.SeesProject(next.project))) {
     reply_error("key '" + who.key_name + "' does not see " +
-                (next.all_projects ? std::string("every project: subscribe to one") : "project '" + next.project + "'"));
+                (next.all_projects ? std::string("every project: subscribe to one")
+                                   : "project '" + next.project + "'"));
     return;
   }
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     subs_[peer->id()] = std::move(next);
   }
   peer->Send(R"({"type":"subscribed"})");
 }
 
-void LiveHub::PublishAlert(const std::string& project, const std::string& run, const std::string& alert_json) {
+void LiveHub::PublishAlert(const std::string& project, const std::string& run,
+                           const std::string& alert_json) {
   std::string out = R"({"type":"alert","alert":)" + alert_json + "}";
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (auto& [id, sub] : subs_) {
     if (!sub.subscribed || (!sub.all_projects && sub.project != project)) continue;
     if (!sub.runs.empty() && !sub.runs.count(run)) continue;
@@ -106,7 +108,7 @@ void LiveHub::PublishAlert(const std::string& project, const std::string& run, c
 }
 
 void LiveHub::Publish(const v1::WriteRequest& request) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (subs_.empty()) return;
   for (auto& [id, sub] : subs_) {
     if (!sub.subscribed) continue;

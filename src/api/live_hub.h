@@ -2,21 +2,22 @@
 //
 // Protocol (docs/api.md): the client sends
 //   {"subscribe": {"project": "p", "runs": ["r1"], "metrics": ["loss"]}}
-// (empty or missing lists mean everything in the project; a missing project means every project) and
-// receives, for every committed write that matches,
-//   {"type": "points", "project": "p", "run": "r1", "metrics": {"loss": [[step, time, value], ...]}}
+// (empty or missing lists mean everything in the project; a missing project means every project)
+// and receives, for every committed write that matches,
+//   {"type": "points", "project": "p", "run": "r1", "metrics": {"loss": [[step, time, value],
+//   ...]}}
 // and, for every alert created or changed in a subscribed project (and run, if runs are listed),
 //   {"type": "alert", "alert": {...}}   (the alert as GET /api/v1/alerts shows it)
 // Thread-safe.
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <unordered_map>
 
 #include "api/http_server.h"
+#include "common/mutex.h"
 #include "trainwatch/v1/ingest.pb.h"
 
 namespace trainwatch::api {
@@ -32,7 +33,8 @@ class LiveHub {
   // Called by the engine after each committed write; never blocks on a subscriber.
   void Publish(const v1::WriteRequest& request);
   // Pushes {"type":"alert","alert":<alert_json>} to the subscribers of `project` and `run`.
-  void PublishAlert(const std::string& project, const std::string& run, const std::string& alert_json);
+  void PublishAlert(const std::string& project, const std::string& run,
+                    const std::string& alert_json);
   size_t subscribers() const;
   // Closes every connection opened with the key whose public id is `key_id` (a revoked key: its
   // open live connections end with it). Returns how many were closed.
@@ -48,8 +50,8 @@ class LiveHub {
   };
   void OnMessage(const std::shared_ptr<WebSocketPeer>& peer, std::string_view text);
 
-  mutable std::mutex mu_;
-  std::unordered_map<uint64_t, Subscription> subs_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::unordered_map<uint64_t, Subscription> subs_ TW_GUARDED_BY(mu_);
   Counter& messages_;
 };
 

@@ -66,13 +66,15 @@ Status AddClientCas(SSL_CTX* ctx, std::string_view pem, const std::string& file)
   for (;;) {
     std::unique_ptr<X509, X509Free> cert(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
     if (!cert) break;
-    if (X509_STORE_add_cert(store, cert.get()) != 1 || SSL_CTX_add_client_CA(ctx, cert.get()) != 1) {
+    if (X509_STORE_add_cert(store, cert.get()) != 1 ||
+        SSL_CTX_add_client_CA(ctx, cert.get()) != 1) {
       return Status::InvalidArgument("--tls-client-ca " + file + ": " + OpenSslError());
     }
     ++added;
   }
   ERR_clear_error();  // the end of the bundle reads as "no start line"
-  if (added == 0) return Status::InvalidArgument("--tls-client-ca " + file + ": no PEM certificate in it");
+  if (added == 0)
+    return Status::InvalidArgument("--tls-client-ca " + file + ": no PEM certificate in it");
   return Status::Ok();
 }
 
@@ -92,7 +94,8 @@ TlsCertificateInfo DescribeCertificate(SSL_CTX* ctx) {
     BN_free(serial);
   }
   std::tm tm{};
-  if (ASN1_TIME_to_tm(X509_get0_notAfter(cert), &tm) == 1) info.not_after = static_cast<double>(timegm(&tm));
+  if (ASN1_TIME_to_tm(X509_get0_notAfter(cert), &tm) == 1)
+    info.not_after = static_cast<double>(timegm(&tm));
   return info;
 }
 
@@ -113,15 +116,16 @@ Result<ServerTlsContext::Loaded> ServerTlsContext::Read() const {
   };
   TW_RETURN_IF_ERROR(read("--tls-cert", files_.cert_file, &l.cert));
   TW_RETURN_IF_ERROR(read("--tls-key", files_.key_file, &l.key));
-  if (!files_.client_ca_file.empty()) TW_RETURN_IF_ERROR(read("--tls-client-ca", files_.client_ca_file, &l.client_ca));
+  if (!files_.client_ca_file.empty())
+    TW_RETURN_IF_ERROR(read("--tls-client-ca", files_.client_ca_file, &l.client_ca));
   l.digest = Sha256Hex(l.cert) + Sha256Hex(l.key) + Sha256Hex(l.client_ca);
   return l;
 }
 
 namespace {
 
-Result<std::shared_ptr<ssl::context>> Build(std::string_view cert, std::string_view key, std::string_view client_ca,
-                                            const TlsFiles& files) {
+Result<std::shared_ptr<ssl::context>> Build(std::string_view cert, std::string_view key,
+                                            std::string_view client_ca, const TlsFiles& files) {
   ERR_clear_error();
   auto ctx = std::make_shared<ssl::context>(ssl::context::tls_server);
   SSL_CTX* h = ctx->native_handle();
@@ -131,14 +135,20 @@ Result<std::shared_ptr<ssl::context>> Build(std::string_view cert, std::string_v
     return Status::Internal("TLS cipher settings: " + OpenSslError());
   }
   std::unique_ptr<BIO, BioFree> key_bio(BIO_new_mem_buf(key.data(), static_cast<int>(key.size())));
-  std::unique_ptr<EVP_PKEY, PkeyFree> pkey(PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr));
-  if (!pkey) return Status::InvalidArgument("--tls-key " + files.key_file + ": not a PEM private key (" + OpenSslError() + ")");
+  std::unique_ptr<EVP_PKEY, PkeyFree> pkey(
+      PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr));
+  if (!pkey)
+    return Status::InvalidArgument("--tls-key " + files.key_file + ": not a PEM private key (" +
+                                   OpenSslError() + ")");
   boost::system::error_code ec;
   ctx->use_certificate_chain(boost::asio::buffer(cert.data(), cert.size()), ec);
-  if (ec) return Status::InvalidArgument("--tls-cert " + files.cert_file + ": not a PEM certificate chain (" + ec.message() + ")");
+  if (ec)
+    return Status::InvalidArgument("--tls-cert " + files.cert_file +
+                                   ": not a PEM certificate chain (" + ec.message() + ")");
   if (X509_check_private_key(SSL_CTX_get0_certificate(h), pkey.get()) != 1) {
     ERR_clear_error();
-    return Status::InvalidArgument("--tls-key " + files.key_file + " is not the key of the certificate in --tls-cert " +
+    return Status::InvalidArgument("--tls-key " + files.key_file +
+                                   " is not the key of the certificate in --tls-cert " +
                                    files.cert_file);
   }
   if (SSL_CTX_use_PrivateKey(h, pkey.get()) != 1) {
@@ -168,11 +178,12 @@ ServerTlsContext::~ServerTlsContext() = default;
 Result<bool> ServerTlsContext::Reload() {
   TW_ASSIGN_OR_RETURN(Loaded files, Read());
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (files.digest == digest_in_use_ || files.digest == digest_refused_) return false;
   }
-  Result<std::shared_ptr<ssl::context>> built = Build(files.cert, files.key, files.client_ca, files_);
-  std::lock_guard lock(mu_);
+  Result<std::shared_ptr<ssl::context>> built =
+      Build(files.cert, files.key, files.client_ca, files_);
+  MutexLock lock(mu_);
   if (!built.ok()) {
     digest_refused_ = files.digest;
     return built.status();
@@ -185,12 +196,12 @@ Result<bool> ServerTlsContext::Reload() {
 }
 
 std::shared_ptr<ssl::context> ServerTlsContext::Current() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return current_;
 }
 
 TlsCertificateInfo ServerTlsContext::certificate() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return certificate_;
 }
 

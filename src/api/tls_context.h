@@ -10,10 +10,10 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "common/file_system.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "common/tls_files.h"
 
@@ -27,9 +27,9 @@ using ::trainwatch::TlsFiles;
 
 // What a certificate in use says of itself (for logs and metrics; no secret in it).
 struct TlsCertificateInfo {
-  std::string subject;      // "CN=server"
-  std::string serial;       // upper-case hex, as `openssl x509 -serial` prints it
-  double not_after = 0;     // Unix seconds
+  std::string subject;   // "CN=server"
+  std::string serial;    // upper-case hex, as `openssl x509 -serial` prints it
+  double not_after = 0;  // Unix seconds
 };
 
 class ServerTlsContext {
@@ -53,17 +53,18 @@ class ServerTlsContext {
 
  private:
   ServerTlsContext(FileSystem& fs, TlsFiles files) : fs_(fs), files_(std::move(files)) {}
-  // The files' bytes and their digest (the bytes themselves, a private key among them, are not kept).
+  // The files' bytes and their digest (the bytes themselves, a private key among them, are not
+  // kept).
   struct Loaded;
   Result<Loaded> Read() const;
 
   FileSystem& fs_;
   const TlsFiles files_;
-  mutable std::mutex mu_;
-  std::shared_ptr<boost::asio::ssl::context> current_;  // GUARDED_BY(mu_)
-  TlsCertificateInfo certificate_;                       // GUARDED_BY(mu_)
-  std::string digest_in_use_;                            // GUARDED_BY(mu_)
-  std::string digest_refused_;                           // GUARDED_BY(mu_): the last bytes that failed
+  mutable Mutex mu_;
+  std::shared_ptr<boost::asio::ssl::context> current_ TW_GUARDED_BY(mu_);
+  TlsCertificateInfo certificate_ TW_GUARDED_BY(mu_);
+  std::string digest_in_use_ TW_GUARDED_BY(mu_);
+  std::string digest_refused_ TW_GUARDED_BY(mu_);  // the last bytes that failed
 };
 
 }  // namespace trainwatch::api

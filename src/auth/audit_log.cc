@@ -53,11 +53,16 @@ bool Matches(const AuditQuery& q, const AuditEntry& e) {
 
 }  // namespace
 
-AuditLog::AuditLog(FileSystem& fs, std::string dir, Clock& clock, Logger& logger, double retention_seconds)
-    : fs_(fs), dir_(std::move(dir)), clock_(clock), logger_(logger), retention_seconds_(retention_seconds) {}
+AuditLog::AuditLog(FileSystem& fs, std::string dir, Clock& clock, Logger& logger,
+                   double retention_seconds)
+    : fs_(fs),
+      dir_(std::move(dir)),
+      clock_(clock),
+      logger_(logger),
+      retention_seconds_(retention_seconds) {}
 
-Result<std::unique_ptr<AuditLog>> AuditLog::Open(FileSystem& fs, std::string dir, Clock& clock, Logger& logger,
-                                                 double retention_seconds) {
+Result<std::unique_ptr<AuditLog>> AuditLog::Open(FileSystem& fs, std::string dir, Clock& clock,
+                                                 Logger& logger, double retention_seconds) {
   TW_RETURN_IF_ERROR(fs.CreateDirs(dir));
   std::unique_ptr<AuditLog> log(new AuditLog(fs, std::move(dir), clock, logger, retention_seconds));
   TW_RETURN_IF_ERROR(log->ApplyRetention());
@@ -70,12 +75,12 @@ AuditLog::~AuditLog() { Stop(); }
 
 void AuditLog::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
-  std::lock_guard lock(write_mu_);
+  MutexLock lock(write_mu_);
   if (day_file_) (void)day_file_->Close();
   day_file_.reset();
 }
@@ -83,7 +88,7 @@ void AuditLog::Stop() {
 void AuditLog::Append(AuditEntry entry, std::function<void()> durable) {
   if (entry.time == 0) entry.time = clock_.NowUnixSeconds();
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (!stop_) {
       queue_.emplace_back(std::move(entry), std::move(durable));
       cv_.notify_one();
@@ -101,10 +106,10 @@ Status AuditLog::AppendNow(AuditEntry entry) {
 }
 
 Status AuditLog::Write(const std::vector<AuditEntry>& entries) {
-  std::lock_guard lock(write_mu_);
+  MutexLock lock(write_mu_);
   // Entries of one batch usually share a day; a batch across midnight goes to both files.
   std::string file, text;
-  auto flush = [&]() -> Status {
+  auto flush = [&]() TW_REQUIRES(write_mu_) -> Status {
     if (text.empty()) return Status::Ok();
     Status s = AppendToDay(file, text);
     if (!s.ok()) day_file_.reset();  // reopened by the next write
@@ -137,22 +142,24 @@ Status AuditLog::AppendToDay(const std::string& day, std::string_view text) {
 }
 
 void AuditLog::Loop() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   for (;;) {
-    cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    cv_.wait(lock.native(), [&]() TW_REQUIRES(mu_) { return stop_ || !queue_.empty(); });
     if (queue_.empty() && stop_) return;
     std::deque<std::pair<AuditEntry, std::function<void()>>> batch;
     batch.swap(queue_);
-    lock.unlock();
+    lock.Unlock();
     std::vector<AuditEntry> entries;
     entries.reserve(batch.size());
     for (auto& [entry, done] : batch) entries.push_back(entry);
     Status s = Write(entries);
-    if (!s.ok()) logger_.Error("audit log: entries not written", {{"entries", entries.size()}, {"error", s.ToString()}});
+    if (!s.ok())
+      logger_.Error("audit log: entries not written",
+                    {{"entries", entries.size()}, {"error", s.ToString()}});
     for (auto& [entry, done] : batch) {
       if (done) done();
     }
-    lock.lock();
+    lock.Lock();
   }
 }
 
@@ -167,7 +174,8 @@ Result<std::vector<AuditEntry>> AuditLog::Read(const AuditQuery& query) const {
     size_t start = 0;
     while (start < text.size()) {
       size_t end = text.find('\n', start);
-      if (end == std::string::npos) break;  // a torn last line (a crash mid-append): never acknowledged
+      if (end == std::string::npos)
+        break;  // a torn last line (a crash mid-append): never acknowledged
       AuditEntry e;
       if (FromJson(ParseJsonOrDiscarded(std::string_view(text).substr(start, end - start)), &e) &&
           Matches(query, e)) {
@@ -188,7 +196,8 @@ Result<std::vector<AuditEntry>> AuditLog::Read(const AuditQuery& query) const {
 
 Status AuditLog::CutTornTail() {
   TW_ASSIGN_OR_RETURN(std::vector<std::string> names, fs_.ListDir(dir_));
-  auto newest = std::find_if(names.rbegin(), names.rend(), [](const std::string& n) { return n.ends_with(kSuffix); });
+  auto newest = std::find_if(names.rbegin(), names.rend(),
+                             [](const std::string& n) { return n.ends_with(kSuffix); });
   if (newest == names.rend()) return Status::Ok();
   const std::string path = dir_ + "/" + *newest;
   TW_ASSIGN_OR_RETURN(std::string text, fs_.ReadFile(path));
@@ -200,7 +209,7 @@ Status AuditLog::CutTornTail() {
 Status AuditLog::ApplyRetention() {
   if (retention_seconds_ <= 0) return Status::Ok();
   const std::string oldest_kept = DayFile(clock_.NowUnixSeconds() - retention_seconds_);
-  std::lock_guard lock(write_mu_);  // never the day being written
+  MutexLock lock(write_mu_);  // never the day being written
   TW_ASSIGN_OR_RETURN(std::vector<std::string> names, fs_.ListDir(dir_));
   for (const std::string& name : names) {
     if (name.ends_with(kSuffix) && name < oldest_kept && name != day_name_) {

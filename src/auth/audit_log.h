@@ -10,10 +10,10 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
+#include "common/mutex.h"
 
 #include "common/clock.h"
 #include "common/file_system.h"
@@ -23,7 +23,7 @@
 namespace trainwatch::auth {
 
 struct AuditEntry {
-  double time = 0;  // 0: stamped by the log's clock
+  double time = 0;     // 0: stamped by the log's clock
   std::string key;     // the key's name; "" for a request without a valid key
   std::string remote;  // client address
   std::string action;  // "POST /api/v1/silences", "keys.create"
@@ -33,12 +33,12 @@ struct AuditEntry {
 };
 
 struct AuditQuery {
-  std::string key;     // exact key name; "" any
-  std::string action;  // prefix of the action; "" any
-  bool failures_only = false;  // outcome >= 400
+  std::string key;              // exact key name; "" any
+  std::string action;           // prefix of the action; "" any
+  bool failures_only = false;   // outcome >= 400
   double since = 0, until = 0;  // unix seconds; 0: unbounded
   size_t limit = 100;
-  size_t offset = 0;   // entries to skip, newest first (paging)
+  size_t offset = 0;  // entries to skip, newest first (paging)
 };
 
 // Where a data directory keeps its audit log.
@@ -46,8 +46,8 @@ inline std::string AuditDir(const std::string& data_dir) { return data_dir + "/a
 
 class AuditLog {
  public:
-  static Result<std::unique_ptr<AuditLog>> Open(FileSystem& fs, std::string dir, Clock& clock, Logger& logger,
-                                                double retention_seconds);
+  static Result<std::unique_ptr<AuditLog>> Open(FileSystem& fs, std::string dir, Clock& clock,
+                                                Logger& logger, double retention_seconds);
   ~AuditLog();
 
   // Queues the entry; `durable` runs (on the log's thread) once it is on disk — or could not be
@@ -75,15 +75,15 @@ class AuditLog {
   Logger& logger_;
   const double retention_seconds_;
   // Appends and syncs `text` to the day's file, kept open between writes.
-  Status AppendToDay(const std::string& day, std::string_view text);  // REQUIRES(write_mu_)
+  Status AppendToDay(const std::string& day, std::string_view text) TW_REQUIRES(write_mu_);
 
-  std::mutex write_mu_;  // one writer at a time (the thread, AppendNow)
-  std::unique_ptr<WritableFile> day_file_;  // GUARDED_BY(write_mu_)
-  std::string day_name_;                    // GUARDED_BY(write_mu_)
-  mutable std::mutex mu_;
+  Mutex write_mu_;  // one writer at a time (the thread, AppendNow)
+  std::unique_ptr<WritableFile> day_file_ TW_GUARDED_BY(write_mu_);
+  std::string day_name_ TW_GUARDED_BY(write_mu_);
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::pair<AuditEntry, std::function<void()>>> queue_;  // GUARDED_BY(mu_)
-  bool stop_ = false;                                                // GUARDED_BY(mu_)
+  std::deque<std::pair<AuditEntry, std::function<void()>>> queue_ TW_GUARDED_BY(mu_);
+  bool stop_ TW_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

@@ -53,19 +53,26 @@ bool SplitKey(std::string_view key, std::string_view* id, std::string_view* secr
 }
 
 nlohmann::json ToJson(const KeyRecord& k) {
-  return {{"name", k.name},           {"id", k.id},
-          {"secret_sha256", k.secret_hash}, {"scope", ScopeName(k.scope)},
-          {"projects", k.projects},   {"created_at", k.created_at},
-          {"expires_at", k.expires_at}, {"allow_from", k.allow_from.text()}};
+  return {{"name", k.name},
+          {"id", k.id},
+          {"secret_sha256", k.secret_hash},
+          {"scope", ScopeName(k.scope)},
+          {"projects", k.projects},
+          {"created_at", k.created_at},
+          {"expires_at", k.expires_at},
+          {"allow_from", k.allow_from.text()}};
 }
 
 }  // namespace
 
 std::string_view ScopeName(Scope scope) {
   switch (scope) {
-    case Scope::kRead: return "read";
-    case Scope::kWrite: return "write";
-    case Scope::kAdmin: return "admin";
+    case Scope::kRead:
+      return "read";
+    case Scope::kWrite:
+      return "write";
+    case Scope::kAdmin:
+      return "admin";
   }
   return "read";
 }
@@ -93,18 +100,21 @@ Result<std::unique_ptr<KeyStore>> KeyStore::Open(FileSystem& fs, std::string pat
 Status KeyStore::Load() {
   if (!fs_.Exists(path_)) return Status::Ok();
   TW_ASSIGN_OR_RETURN(std::string text, fs_.ReadFile(path_));
-  auto bad = [&](const std::string& why) { return Status::Corruption("key file " + path_ + ": " + why); };
+  auto bad = [&](const std::string& why) {
+    return Status::Corruption("key file " + path_ + ": " + why);
+  };
   Result<nlohmann::json> doc = ParseJson(text);
   if (!doc.ok()) return bad(doc.status().message());
   if (!doc->is_object() || !(*doc)["keys"].is_array()) return bad("expected {\"keys\": [...]}");
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (const nlohmann::json& k : (*doc)["keys"]) {
     try {
       KeyRecord r;
       r.name = k.at("name").get<std::string>();
       r.id = k.at("id").get<std::string>();
       r.secret_hash = k.at("secret_sha256").get<std::string>();
-      if (!ParseScope(k.at("scope").get<std::string>(), &r.scope)) return bad("key " + r.name + ": bad scope");
+      if (!ParseScope(k.at("scope").get<std::string>(), &r.scope))
+        return bad("key " + r.name + ": bad scope");
       r.projects = k.value("projects", std::vector<std::string>{});
       r.created_at = k.value("created_at", 0.0);
       r.expires_at = k.value("expires_at", 0.0);
@@ -126,19 +136,22 @@ Status KeyStore::Save() const {
 }
 
 void KeyStore::SetBootstrapKey(std::string_view key) {
-  std::lock_guard lock(mu_);
-  if (key.empty()) bootstrap_hash_.reset();
-  else bootstrap_hash_ = Sha256Hex(key);
+  MutexLock lock(mu_);
+  if (key.empty())
+    bootstrap_hash_.reset();
+  else
+    bootstrap_hash_ = Sha256Hex(key);
 }
 
 bool KeyStore::enabled() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return bootstrap_hash_.has_value() || !by_id_.empty();
 }
 
 Result<Principal> KeyStore::Authenticate(std::string_view presented) const {
-  if (presented.empty()) return Status::Unauthenticated("missing API key (Authorization: Bearer <key>)");
-  std::lock_guard lock(mu_);
+  if (presented.empty())
+    return Status::Unauthenticated("missing API key (Authorization: Bearer <key>)");
+  MutexLock lock(mu_);
   if (bootstrap_hash_ && ConstantTimeEquals(Sha256Hex(presented), *bootstrap_hash_)) {
     return Principal{"api-key", Scope::kAdmin, {}, {}, std::string(kBootstrapId)};
   }
@@ -156,25 +169,31 @@ Result<Principal> KeyStore::Authenticate(std::string_view presented) const {
 }
 
 std::optional<KeyBinding> KeyStore::FindById(std::string_view key_id) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (key_id == kBootstrapId && bootstrap_hash_) {
-    return KeyBinding{Principal{"api-key", Scope::kAdmin, {}, {}, std::string(kBootstrapId)}, *bootstrap_hash_, 0};
+    return KeyBinding{Principal{"api-key", Scope::kAdmin, {}, {}, std::string(kBootstrapId)},
+                      *bootstrap_hash_, 0};
   }
   auto it = by_id_.find(std::string(key_id));
   if (it == by_id_.end()) return std::nullopt;
   const KeyRecord& k = it->second;
-  return KeyBinding{Principal{k.name, k.scope, k.projects, k.allow_from, k.id}, k.secret_hash, k.expires_at};
+  return KeyBinding{Principal{k.name, k.scope, k.projects, k.allow_from, k.id}, k.secret_hash,
+                    k.expires_at};
 }
 
-Result<NewKey> KeyStore::Create(const std::string& name, Scope scope, std::vector<std::string> projects,
-                                double expires_at, CidrList allow_from) {
+Result<NewKey> KeyStore::Create(const std::string& name, Scope scope,
+                                std::vector<std::string> projects, double expires_at,
+                                CidrList allow_from) {
   if (!ValidName(name)) {
-    return Status::InvalidArgument("key name '" + name + "': 1 to 64 letters, digits, '_', '-' or '.'");
+    return Status::InvalidArgument("key name '" + name +
+                                   "': 1 to 64 letters, digits, '_', '-' or '.'");
   }
-  if (name == "api-key") return Status::InvalidArgument("key name 'api-key' is the server's --api-key");
-  std::lock_guard lock(mu_);
+  if (name == "api-key")
+    return Status::InvalidArgument("key name 'api-key' is the server's --api-key");
+  MutexLock lock(mu_);
   for (const auto& [id, record] : by_id_) {
-    if (record.name == name) return Status::AlreadyExists("a key named '" + name + "' exists; revoke it first");
+    if (record.name == name)
+      return Status::AlreadyExists("a key named '" + name + "' exists; revoke it first");
   }
   KeyRecord r;
   do r.id = RandomHex(kIdBytes);
@@ -197,8 +216,9 @@ Result<NewKey> KeyStore::Create(const std::string& name, Scope scope, std::vecto
 }
 
 Status KeyStore::Revoke(const std::string& name) {
-  std::lock_guard lock(mu_);
-  auto it = std::find_if(by_id_.begin(), by_id_.end(), [&](const auto& e) { return e.second.name == name; });
+  MutexLock lock(mu_);
+  auto it = std::find_if(by_id_.begin(), by_id_.end(),
+                         [&](const auto& e) { return e.second.name == name; });
   if (it == by_id_.end()) return Status::NotFound("no key named '" + name + "'");
   KeyRecord removed = it->second;
   by_id_.erase(it);
@@ -210,10 +230,11 @@ Status KeyStore::Revoke(const std::string& name) {
 }
 
 std::vector<KeyRecord> KeyStore::List() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<KeyRecord> out;
   for (const auto& [id, record] : by_id_) out.push_back(record);
-  std::sort(out.begin(), out.end(), [](const KeyRecord& a, const KeyRecord& b) { return a.name < b.name; });
+  std::sort(out.begin(), out.end(),
+            [](const KeyRecord& a, const KeyRecord& b) { return a.name < b.name; });
   return out;
 }
 

@@ -10,11 +10,11 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+#include "common/mutex.h"
 
 #include "common/cidr.h"
 #include "common/clock.h"
@@ -50,7 +50,7 @@ struct KeyRecord {
   std::vector<std::string> projects;
   double created_at = 0;
   double expires_at = 0;  // 0: never
-  CidrList allow_from;  // networks the key may be used from; empty: any
+  CidrList allow_from;    // networks the key may be used from; empty: any
 };
 
 // A key just made: its record and the key itself, shown this once.
@@ -96,16 +96,17 @@ class KeyStore {
   std::optional<KeyBinding> FindById(std::string_view key_id) const;
 
  private:
-  KeyStore(FileSystem& fs, std::string path, Clock& clock) : fs_(fs), path_(std::move(path)), clock_(clock) {}
+  KeyStore(FileSystem& fs, std::string path, Clock& clock)
+      : fs_(fs), path_(std::move(path)), clock_(clock) {}
   Status Load();
-  Status Save() const;  // REQUIRES(mu_)
+  Status Save() const TW_REQUIRES(mu_);
 
   FileSystem& fs_;
   const std::string path_;
   Clock& clock_;
-  mutable std::mutex mu_;
-  std::map<std::string, KeyRecord> by_id_;  // GUARDED_BY(mu_)
-  std::optional<std::string> bootstrap_hash_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::map<std::string, KeyRecord> by_id_ TW_GUARDED_BY(mu_);
+  std::optional<std::string> bootstrap_hash_ TW_GUARDED_BY(mu_);
 };
 
 }  // namespace trainwatch::auth

@@ -6,8 +6,8 @@
 
 namespace trainwatch {
 
-bool Clock::WaitFor(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
-                    double seconds, const std::function<bool()>& done) const {
+bool Clock::WaitFor(std::unique_lock<std::mutex>& lock, std::condition_variable& cv, double seconds,
+                    const std::function<bool()>& done) const {
   return WaitUntil(lock, cv, DeadlineIn(seconds), done);
 }
 
@@ -48,20 +48,20 @@ bool ManualClock::WaitUntil(std::unique_lock<std::mutex>& lock, std::condition_v
                             int64_t deadline_nanos, const std::function<bool()>& done) const {
   Waiter me{lock.mutex(), &cv};
   {
-    std::lock_guard guard(mu_);
+    MutexLock guard(mu_);
     waiters_.push_back(&me);
   }
   for (;;) {
     if (done()) break;
     {
-      std::lock_guard guard(mu_);
+      MutexLock guard(mu_);
       if (MonotonicNanos() >= deadline_nanos) break;
       me.seen_advance = advances_;
       me.blocked = true;
     }
     changed_.notify_all();
     cv.wait(lock);
-    std::lock_guard guard(mu_);
+    MutexLock guard(mu_);
     me.blocked = false;
   }
   Unregister(lock, me);
@@ -69,18 +69,18 @@ bool ManualClock::WaitUntil(std::unique_lock<std::mutex>& lock, std::condition_v
 }
 
 void ManualClock::Unregister(std::unique_lock<std::mutex>& lock, Waiter& w) const {
-  std::unique_lock guard(mu_);
+  MutexLock guard(mu_);
   if (w.pins > 0) {
-    guard.unlock();
+    guard.Unlock();
     lock.unlock();  // let the pinning Advance take it
-    guard.lock();
-    changed_.wait(guard, [&] { return w.pins == 0; });
+    guard.Lock();
+    changed_.wait(guard.native(), [&] { return w.pins == 0; });
     waiters_.remove(&w);
-    guard.unlock();
+    guard.Unlock();
     lock.lock();
   } else {
     waiters_.remove(&w);
-    guard.unlock();
+    guard.Unlock();
   }
   changed_.notify_all();
 }
@@ -88,7 +88,7 @@ void ManualClock::Unregister(std::unique_lock<std::mutex>& lock, Waiter& w) cons
 void ManualClock::Advance(double seconds) {
   std::vector<Waiter*> pinned;
   {
-    std::lock_guard guard(mu_);
+    MutexLock guard(mu_);
     micros_ += ToMicros(seconds);
     ++advances_;
     for (Waiter* w : waiters_) {
@@ -101,17 +101,18 @@ void ManualClock::Advance(double seconds) {
     w->cv->notify_all();
   }
   {
-    std::lock_guard guard(mu_);
+    MutexLock guard(mu_);
     for (Waiter* w : pinned) --w->pins;
   }
   changed_.notify_all();
 }
 
 void ManualClock::AwaitWaiters(size_t n) const {
-  std::unique_lock guard(mu_);
-  changed_.wait(guard, [&] {
-    return static_cast<size_t>(std::count_if(waiters_.begin(), waiters_.end(),
-                                              [&](const Waiter* w) { return Settled(*w); })) >= n;
+  MutexLock guard(mu_);
+  changed_.wait(guard.native(), [&]() TW_REQUIRES(mu_) {
+    size_t settled = 0;
+    for (const Waiter* w : waiters_) settled += Settled(*w) ? 1 : 0;
+    return settled >= n;
   });
 }
 

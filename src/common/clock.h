@@ -13,6 +13,8 @@
 #include <list>
 #include <mutex>
 
+#include "common/mutex.h"
+
 namespace trainwatch {
 
 // Thread-safe.
@@ -80,14 +82,16 @@ class ManualClock final : public Clock {
     int pins = 0;               // Advance calls about to notify it
   };
   static int64_t ToMicros(double s) { return static_cast<int64_t>(s * 1e6); }
-  bool Settled(const Waiter& w) const { return w.blocked && w.seen_advance == advances_; }  // REQUIRES(mu_)
-  void Unregister(std::unique_lock<std::mutex>& lock, Waiter& w) const;
+  bool Settled(const Waiter& w) const TW_REQUIRES(mu_) {
+    return w.blocked && w.seen_advance == advances_;
+  }
+  void Unregister(std::unique_lock<std::mutex>& lock, Waiter& w) const TW_EXCLUDES(mu_);
 
   std::atomic<int64_t> micros_;
-  mutable std::mutex mu_;                    // guards waiters_, advances_; taken after a waiter's mutex
+  mutable Mutex mu_;  // taken after a waiter's mutex; also guards each Waiter's fields
   mutable std::condition_variable changed_;  // a waiter settled, left or was unpinned
-  mutable std::list<Waiter*> waiters_;       // GUARDED_BY(mu_)
-  uint64_t advances_ = 0;                    // GUARDED_BY(mu_)
+  mutable std::list<Waiter*> waiters_ TW_GUARDED_BY(mu_);
+  uint64_t advances_ TW_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace trainwatch

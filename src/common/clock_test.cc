@@ -18,29 +18,32 @@ class Ticker {
   }
   ~Ticker() {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       stop_ = true;
     }
     cv_.notify_all();
     thread_.join();
   }
   int ticks() {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return ticks_;
   }
 
  private:
   void Loop() {
-    std::unique_lock lock(mu_);
-    while (!clock_.WaitFor(lock, cv_, interval_, [&] { return stop_; })) ++ticks_;
+    MutexLock lock(mu_);
+    while (
+        !clock_.WaitFor(lock.native(), cv_, interval_, [&]() TW_REQUIRES(mu_) { return stop_; })) {
+      ++ticks_;
+    }
   }
 
   const Clock& clock_;
   const double interval_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  bool stop_ = false;  // GUARDED_BY(mu_)
-  int ticks_ = 0;      // GUARDED_BY(mu_)
+  bool stop_ TW_GUARDED_BY(mu_) = false;
+  int ticks_ TW_GUARDED_BY(mu_) = 0;
   std::thread thread_;
 };
 

@@ -31,7 +31,7 @@ Counter& MetricsRegistry::AddCounter(const std::string& name, const std::string&
   entry->type = "counter";
   entry->counter = std::make_unique<Counter>();
   Counter& counter = *entry->counter;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   entries_.push_back(std::move(entry));
   return counter;
 }
@@ -45,7 +45,7 @@ Histogram& MetricsRegistry::AddHistogram(const std::string& name, const std::str
   entry->type = "histogram";
   entry->histogram = std::make_unique<Histogram>();
   Histogram& histogram = *entry->histogram;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   entries_.push_back(std::move(entry));
   return histogram;
 }
@@ -57,7 +57,7 @@ void MetricsRegistry::AddGauge(const std::string& name, const std::string& help,
   entry->help = help;
   entry->type = "gauge";
   entry->gauge = std::move(read);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   entries_.push_back(std::move(entry));
 }
 
@@ -80,7 +80,7 @@ std::string WithLabels(const std::string& labels, const std::string& extra = "")
 }  // namespace
 
 std::string MetricsRegistry::Render() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::string out;
   std::string last_name;
   for (const auto& e : entries_) {

@@ -9,9 +9,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
+
+#include "common/mutex.h"
 
 namespace trainwatch {
 
@@ -27,9 +28,8 @@ class Counter {
 // Latency histogram with fixed exponential buckets, in seconds.
 class Histogram {
  public:
-  static constexpr std::array<double, 14> kBounds = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
-                                                     0.01,   0.025,   0.05,   0.1,   0.25,   0.5,
-                                                     1,      5};
+  static constexpr std::array<double, 14> kBounds = {
+      0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5};
   void Observe(double seconds);
   // Cumulative counts per bound, then +Inf; and the sum.
   void Snapshot(std::array<uint64_t, kBounds.size() + 1>* cumulative, double* sum) const;
@@ -46,7 +46,8 @@ class MetricsRegistry {
   MetricsRegistry& operator=(const MetricsRegistry&) = delete;
 
   // `labels` is either empty or a rendered label set like `path="/api/v1/write"`.
-  Counter& AddCounter(const std::string& name, const std::string& help, const std::string& labels = "");
+  Counter& AddCounter(const std::string& name, const std::string& help,
+                      const std::string& labels = "");
   Histogram& AddHistogram(const std::string& name, const std::string& help,
                           const std::string& labels = "");
   // A gauge read at exposition time; `read` must be thread-safe and outlive the registry's use.
@@ -62,8 +63,8 @@ class MetricsRegistry {
     std::unique_ptr<Histogram> histogram;
     std::function<double()> gauge;
   };
-  mutable std::mutex mu_;
-  std::vector<std::unique_ptr<Entry>> entries_;  // GUARDED_BY(mu_); entries are never removed
+  mutable Mutex mu_;
+  std::vector<std::unique_ptr<Entry>> entries_ TW_GUARDED_BY(mu_);  // entries are never removed
 };
 
 }  // namespace trainwatch

@@ -4,7 +4,6 @@
 #include <condition_variable>
 #include <deque>
 #include <future>
-#include <mutex>
 #include <thread>
 
 namespace trainwatch::ingest {
@@ -36,20 +35,25 @@ std::string PeerAddress(const std::string& peer) {
 grpc::Status IngestService::Admit(const grpc::ServerContext& context, const std::string& peer,
                                   auth::Principal* writer) const {
   if (!allow_from_.empty() && !allow_from_.Contains(peer)) {
-    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "clients from " + peer + " are not allowed");
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                        "clients from " + peer + " are not allowed");
   }
   if (!keys_ || !keys_->enabled()) return grpc::Status::OK;
   auto it = context.client_metadata().find("authorization");
   std::string_view sent;
-  if (it != context.client_metadata().end()) sent = std::string_view(it->second.data(), it->second.size());
-  if (!sent.starts_with("Bearer ")) return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing API key");
+  if (it != context.client_metadata().end())
+    sent = std::string_view(it->second.data(), it->second.size());
+  if (!sent.starts_with("Bearer "))
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing API key");
   Result<auth::Principal> principal = keys_->Authenticate(sent.substr(7));
-  if (!principal.ok()) return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, principal.status().message());
+  if (!principal.ok())
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, principal.status().message());
   writer->key_name = principal->key_name;  // named in the audit entry even when refused below
   if (!principal->Allows(auth::Scope::kWrite)) {
     return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
                         "key '" + principal->key_name + "' has scope " +
-                            std::string(auth::ScopeName(principal->scope)) + "; writing needs write");
+                            std::string(auth::ScopeName(principal->scope)) +
+                            "; writing needs write");
   }
   if (!principal->allow_from.empty() && !principal->allow_from.Contains(peer)) {
     return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
@@ -70,13 +74,19 @@ void IngestService::Audit(auth::AuditEntry entry, bool wait) {
   durable.get_future().wait();
 }
 
-grpc::Status IngestService::Write(grpc::ServerContext* context,
-                                  grpc::ServerReaderWriter<v1::WriteAck, v1::WriteRequest>* stream) {
+grpc::Status IngestService::Write(
+    grpc::ServerContext* context,
+    grpc::ServerReaderWriter<v1::WriteAck, v1::WriteRequest>* stream) {
   const std::string peer = PeerAddress(context->peer());
   auth::Principal writer;
   const grpc::Status admitted = Admit(*context, peer, &writer);
-  auth::AuditEntry opened{.time = 0, .key = writer.key_name, .remote = peer, .action = "gRPC Ingest/Write",
-                          .target = "stream opened", .outcome = 200, .detail = ""};
+  auth::AuditEntry opened{.time = 0,
+                          .key = writer.key_name,
+                          .remote = peer,
+                          .action = "gRPC Ingest/Write",
+                          .target = "stream opened",
+                          .outcome = 200,
+                          .detail = ""};
   if (!admitted.ok()) {
     opened.outcome = admitted.error_code() == grpc::StatusCode::UNAUTHENTICATED ? 401 : 403;
     opened.detail = admitted.error_message();
@@ -86,33 +96,39 @@ grpc::Status IngestService::Write(grpc::ServerContext* context,
   Audit(std::move(opened), /*wait=*/true);  // before any batch can be acknowledged
   uint64_t batches = 0, points_accepted = 0, points_rejected = 0;  // written by the acker only
   {
-    std::lock_guard lock(streams_mu_);
-    if (draining_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down");
+    MutexLock lock(streams_mu_);
+    if (draining_)
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down");
     streams_.insert(context);
   }
   struct Unregister {
     IngestService* service;
     grpc::ServerContext* context;
     ~Unregister() {
-      std::lock_guard lock(service->streams_mu_);
+      MutexLock lock(service->streams_mu_);
       service->streams_.erase(context);
     }
   } unregister{this, context};
-  std::mutex mu;
-  std::condition_variable cv;
-  std::deque<std::future<v1::WriteAck>> pending;  // GUARDED_BY(mu), in arrival order
-  bool reading_done = false;                       // GUARDED_BY(mu)
-  bool failed = false;                             // GUARDED_BY(mu): a durability failure
+  // What the reading loop below and the acker share.
+  struct Acks {
+    Mutex mu;
+    std::condition_variable cv;
+    std::deque<std::future<v1::WriteAck>> pending TW_GUARDED_BY(mu);  // in arrival order
+    bool reading_done TW_GUARDED_BY(mu) = false;
+    bool failed TW_GUARDED_BY(mu) = false;  // a durability failure
+  } acks;
 
   // Writes acks in arrival order as each batch completes.
   std::thread acker([&] {
     for (;;) {
       std::future<v1::WriteAck> next;
       {
-        std::unique_lock lock(mu);
-        cv.wait(lock, [&] { return !pending.empty() || reading_done; });
-        if (pending.empty()) return;
-        next = std::move(pending.front());
+        MutexLock lock(acks.mu);
+        acks.cv.wait(lock.native(), [&]() TW_REQUIRES(acks.mu) {
+          return !acks.pending.empty() || acks.reading_done;
+        });
+        if (acks.pending.empty()) return;
+        next = std::move(acks.pending.front());
       }
       v1::WriteAck ack = next.get();
       ++batches;
@@ -120,11 +136,11 @@ grpc::Status IngestService::Write(grpc::ServerContext* context,
       points_rejected += ack.points_rejected();
       bool ok = stream->Write(ack);
       {
-        std::lock_guard lock(mu);
-        pending.pop_front();
-        if (!ok) failed = true;
+        MutexLock lock(acks.mu);
+        acks.pending.pop_front();
+        if (!ok) acks.failed = true;
       }
-      cv.notify_all();
+      acks.cv.notify_all();
     }
   });
 
@@ -132,16 +148,18 @@ grpc::Status IngestService::Write(grpc::ServerContext* context,
   bool stopped_on_refusal = false;
   while (stream->Read(&request)) {
     {
-      std::unique_lock lock(mu);
-      cv.wait(lock, [&] { return pending.size() < kMaxInFlight || failed; });
-      if (failed) break;
+      MutexLock lock(acks.mu);
+      acks.cv.wait(lock.native(), [&]() TW_REQUIRES(acks.mu) {
+        return acks.pending.size() < kMaxInFlight || acks.failed;
+      });
+      if (acks.failed) break;
     }
     auto promise = std::make_shared<std::promise<v1::WriteAck>>();
     {
-      std::lock_guard lock(mu);
-      pending.push_back(promise->get_future());
+      MutexLock lock(acks.mu);
+      acks.pending.push_back(promise->get_future());
     }
-    cv.notify_all();
+    acks.cv.notify_all();
     v1::WriteRequest header;  // writer id and sequence, kept for the ack
     header.set_writer_id(request.writer_id());
     header.set_sequence(request.sequence());
@@ -163,25 +181,31 @@ grpc::Status IngestService::Write(grpc::ServerContext* context,
     }
   }
   {
-    std::lock_guard lock(mu);
-    reading_done = true;
+    MutexLock lock(acks.mu);
+    acks.reading_done = true;
   }
-  cv.notify_all();
+  acks.cv.notify_all();
   acker.join();
-  Audit({.time = 0, .key = writer.key_name, .remote = peer, .action = "gRPC Ingest/Write",
-         .target = "stream closed: " + std::to_string(batches) + " batches, " + std::to_string(points_accepted) +
-                   " points accepted, " + std::to_string(points_rejected) + " rejected",
-         .outcome = stopped_on_refusal ? 503 : 200, .detail = ""},
+  Audit({.time = 0,
+         .key = writer.key_name,
+         .remote = peer,
+         .action = "gRPC Ingest/Write",
+         .target = "stream closed: " + std::to_string(batches) + " batches, " +
+                   std::to_string(points_accepted) + " points accepted, " +
+                   std::to_string(points_rejected) + " rejected",
+         .outcome = stopped_on_refusal ? 503 : 200,
+         .detail = ""},
         /*wait=*/false);
   if (context->IsCancelled()) return grpc::Status::CANCELLED;
   if (stopped_on_refusal) {
-    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server refused a batch; resend it later");
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                        "the server refused a batch; resend it later");
   }
   return grpc::Status::OK;
 }
 
 void IngestService::CancelAll() {
-  std::lock_guard lock(streams_mu_);
+  MutexLock lock(streams_mu_);
   draining_ = true;
   for (grpc::ServerContext* context : streams_) context->TryCancel();
 }

@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ingest/media_check.h"
 #include "common/json.h"
+#include "ingest/media_check.h"
 
 namespace trainwatch::ingest {
 namespace {
@@ -19,21 +19,25 @@ uint64_t CountPoints(const v1::RunBatch& batch) {
 }
 
 // Checks one histogram; `where` names it ("histograms[3]").
-Status ValidateHistogram(const v1::Histogram& h, const IngestLimits& limits, const std::string& where) {
+Status ValidateHistogram(const v1::Histogram& h, const IngestLimits& limits,
+                         const std::string& where) {
   TW_RETURN_IF_ERROR(ValidateName("histogram", h.name(), limits).WithContext(where));
-  if (h.step() < 0) return Status::InvalidArgument(where + ": step " + std::to_string(h.step()) + " is negative");
+  if (h.step() < 0)
+    return Status::InvalidArgument(where + ": step " + std::to_string(h.step()) + " is negative");
   if (!std::isfinite(h.time()) || h.time() < 0) {
-    return Status::InvalidArgument(where + ": time is not a finite, non-negative time (0 means server time)");
+    return Status::InvalidArgument(
+        where + ": time is not a finite, non-negative time (0 means server time)");
   }
   const size_t buckets = h.counts_size();
   const size_t max_buckets = std::min(limits.max_histogram_buckets, storage::kMaxHistogramBuckets);
   if (buckets < 1 || buckets > max_buckets) {
-    return Status::InvalidArgument(where + ": has " + std::to_string(buckets) +
-                                   " buckets; 1 to " + std::to_string(max_buckets) + " are allowed");
+    return Status::InvalidArgument(where + ": has " + std::to_string(buckets) + " buckets; 1 to " +
+                                   std::to_string(max_buckets) + " are allowed");
   }
   if (static_cast<size_t>(h.edges_size()) != buckets + 1) {
-    return Status::InvalidArgument(where + ": has " + std::to_string(h.edges_size()) + " edges for " +
-                                   std::to_string(buckets) + " buckets; edges must be one more than counts");
+    return Status::InvalidArgument(where + ": has " + std::to_string(h.edges_size()) +
+                                   " edges for " + std::to_string(buckets) +
+                                   " buckets; edges must be one more than counts");
   }
   for (int i = 0; i < h.edges_size(); ++i) {
     if (!std::isfinite(h.edges(i))) {
@@ -56,7 +60,8 @@ Status ValidateHistogram(const v1::Histogram& h, const IngestLimits& limits, con
 // Checks one run batch of a protobuf write; the first problem found is returned.
 Status ValidateBatch(const v1::RunBatch& batch, const IngestLimits& limits) {
   TW_RETURN_IF_ERROR(ValidateName("run", batch.run(), limits));
-  if (!batch.project().empty()) TW_RETURN_IF_ERROR(ValidateName("project", batch.project(), limits));
+  if (!batch.project().empty())
+    TW_RETURN_IF_ERROR(ValidateName("project", batch.project(), limits));
   const int rows = batch.steps_size();
   for (int i = 0; i < rows; ++i) {
     if (batch.steps(i) < 0) {
@@ -69,7 +74,8 @@ Status ValidateBatch(const v1::RunBatch& batch, const IngestLimits& limits) {
   }
   for (int i = 0; i < batch.times_size(); ++i) {
     if (!std::isfinite(batch.times(i)) || batch.times(i) < 0) {
-      return Status::InvalidArgument("times[" + std::to_string(i) + "] is not a finite, non-negative time");
+      return Status::InvalidArgument("times[" + std::to_string(i) +
+                                     "] is not a finite, non-negative time");
     }
   }
   std::unordered_set<std::string_view> names;
@@ -98,14 +104,16 @@ Status ValidateBatch(const v1::RunBatch& batch, const IngestLimits& limits) {
     }
   }
   for (int i = 0; i < batch.histograms_size(); ++i) {
-    TW_RETURN_IF_ERROR(ValidateHistogram(batch.histograms(i), limits, "histograms[" + std::to_string(i) + "]"));
+    TW_RETURN_IF_ERROR(
+        ValidateHistogram(batch.histograms(i), limits, "histograms[" + std::to_string(i) + "]"));
   }
   if (batch.has_heartbeat()) {
     const double interval = batch.heartbeat().interval_seconds();
-    if (!std::isfinite(interval) || interval <= 0 || interval > limits.max_heartbeat_interval_seconds) {
-      return Status::InvalidArgument("heartbeat.interval_seconds must be in (0, " +
-                                     std::to_string(static_cast<int>(limits.max_heartbeat_interval_seconds)) +
-                                     "]");
+    if (!std::isfinite(interval) || interval <= 0 ||
+        interval > limits.max_heartbeat_interval_seconds) {
+      return Status::InvalidArgument(
+          "heartbeat.interval_seconds must be in (0, " +
+          std::to_string(static_cast<int>(limits.max_heartbeat_interval_seconds)) + "]");
     }
   }
   if (batch.has_metadata()) {
@@ -117,16 +125,19 @@ Status ValidateBatch(const v1::RunBatch& batch, const IngestLimits& limits) {
       }
       Result<nlohmann::json> j = ParseJson(meta.config_json());
       if (!j.ok()) return j.status().WithContext("metadata.config_json");
-      if (!j->is_object()) return Status::InvalidArgument("metadata.config_json is not a JSON object");
+      if (!j->is_object())
+        return Status::InvalidArgument("metadata.config_json is not a JSON object");
     }
     if (meta.has_graph_json()) {
       if (meta.graph_json().size() > limits.max_graph_bytes) {
-        return Status::InvalidArgument("metadata.graph_json is " + std::to_string(meta.graph_json().size()) +
-                                       " bytes; the limit is " + std::to_string(limits.max_graph_bytes));
+        return Status::InvalidArgument(
+            "metadata.graph_json is " + std::to_string(meta.graph_json().size()) +
+            " bytes; the limit is " + std::to_string(limits.max_graph_bytes));
       }
       Result<nlohmann::json> j = ParseJson(meta.graph_json(), kMaxGraphJsonDepth);
       if (!j.ok()) return j.status().WithContext("metadata.graph_json");
-      if (!j->is_object()) return Status::InvalidArgument("metadata.graph_json is not a JSON object");
+      if (!j->is_object())
+        return Status::InvalidArgument("metadata.graph_json is not a JSON object");
     }
     if (meta.has_rewind_step() && meta.rewind_step() < 0) {
       return Status::InvalidArgument("metadata.rewind_step is negative (" +
@@ -134,7 +145,8 @@ Status ValidateBatch(const v1::RunBatch& batch, const IngestLimits& limits) {
     }
     storage::RunStatus status;
     if (meta.has_status() && !storage::ParseRunStatus(meta.status(), &status)) {
-      return Status::InvalidArgument("metadata.status '" + meta.status() + "' is not one of running, finished, crashed, stalled");
+      return Status::InvalidArgument("metadata.status '" + meta.status() +
+                                     "' is not one of running, finished, crashed, stalled");
     }
     size_t tag_bytes = 0;
     for (const std::string& t : meta.tags()) tag_bytes += t.size();
@@ -153,19 +165,20 @@ Ingestor::Ingestor(storage::Engine& engine, Clock& clock, IngestLimits limits,
     : engine_(engine),
       clock_(clock),
       limits_(limits),
-      lines_rejected_(metrics.AddCounter("trainwatch_rejected_lines_total",
-                                         "JSON lines rejected as invalid.")),
+      lines_rejected_(
+          metrics.AddCounter("trainwatch_rejected_lines_total", "JSON lines rejected as invalid.")),
       points_rejected_(metrics.AddCounter("trainwatch_rejected_points_total",
                                           "Points rejected as invalid or over a limit.")),
       points_received_(metrics.AddCounter("trainwatch_ingested_points_total",
                                           "Points accepted for storage, all transports.")) {}
 
 void Ingestor::SetRefusal(Status refusal) {
-  std::lock_guard lock(refusal_mu_);
+  MutexLock lock(refusal_mu_);
   refusal_ = std::move(refusal);
 }
 
-void Ingestor::WriteJsonLines(std::string_view body, Done done, const std::vector<std::string>& projects) {
+void Ingestor::WriteJsonLines(std::string_view body, Done done,
+                              const std::vector<std::string>& projects) {
   ParsedLines parsed = ParseJsonLines(body, clock_.NowUnixSeconds(), limits_);
   IngestResult result;
   result.lines_accepted = parsed.lines_accepted;
@@ -178,7 +191,8 @@ void Ingestor::WriteJsonLines(std::string_view body, Done done, const std::vecto
   Submit(std::move(parsed.request), std::move(result), std::move(done));
 }
 
-void Ingestor::WriteProto(v1::WriteRequest request, Done done, const std::vector<std::string>& projects) {
+void Ingestor::WriteProto(v1::WriteRequest request, Done done,
+                          const std::vector<std::string>& projects) {
   IngestResult result;
   Normalise(&request, &result);
   KeepProjects(projects, &request, &result);
@@ -198,7 +212,8 @@ void Ingestor::KeepProjects(const std::vector<std::string>& projects, v1::WriteR
       ++i;
       continue;
     }
-    result->errors.push_back({0, "run '" + batch.run() + "': this key may not write to project '" + project + "'"});
+    result->errors.push_back(
+        {0, "run '" + batch.run() + "': this key may not write to project '" + project + "'"});
     result->points_rejected += CountPoints(batch);
     points_rejected_.Add(CountPoints(batch));
     runs->DeleteSubrange(i, 1);
@@ -221,7 +236,8 @@ void Ingestor::Normalise(v1::WriteRequest* request, IngestResult* result) {
     v1::RunBatch& batch = (*runs)[i];
     Status s = ValidateBatch(batch, limits_);
     if (!s.ok()) {
-      result->errors.push_back({0, "runs[" + std::to_string(i) + "] (run '" + batch.run() + "'): " + s.message()});
+      result->errors.push_back(
+          {0, "runs[" + std::to_string(i) + "] (run '" + batch.run() + "'): " + s.message()});
       result->points_rejected += CountPoints(batch);
       runs->DeleteSubrange(i, 1);
       continue;
@@ -263,7 +279,8 @@ void Ingestor::EnforceSeriesLimits(v1::WriteRequest* request,
         why = "run '" + batch.run() + "' already has the maximum of " +
               std::to_string(limits_.max_metrics_per_run) + " metrics; metric '" + column.name() +
               "' was not created";
-      } else if (engine_.SeriesCountInProject(batch.project()) + added + 1 > limits_.max_series_per_project) {
+      } else if (engine_.SeriesCountInProject(batch.project()) + added + 1 >
+                 limits_.max_series_per_project) {
         why = "project '" + batch.project() + "' already has the maximum of " +
               std::to_string(limits_.max_series_per_project) + " series; metric '" + column.name() +
               "' was not created";
@@ -284,7 +301,7 @@ void Ingestor::EnforceSeriesLimits(v1::WriteRequest* request,
 
 void Ingestor::Submit(v1::WriteRequest request, IngestResult result, Done done) {
   {
-    std::lock_guard lock(refusal_mu_);
+    MutexLock lock(refusal_mu_);
     if (!refusal_.ok()) {
       result.status = refusal_;
       done(std::move(result));
@@ -296,18 +313,19 @@ void Ingestor::Submit(v1::WriteRequest request, IngestResult result, Done done) 
     done(std::move(result));
     return;
   }
-  engine_.Write(std::move(request), [this, result = std::move(result), done = std::move(done)](
-                                        const Status& status, const storage::WriteOutcome& outcome) mutable {
-    result.status = status;
-    if (status.ok()) {
-      result.duplicate_batch = outcome.duplicate_batch;
-      result.points_accepted = outcome.points_written + outcome.points_unchanged;
-      result.points_unchanged = outcome.points_unchanged;
-      result.series_rewound = outcome.series_rewound;
-      points_received_.Add(result.points_accepted);
-    }
-    done(std::move(result));
-  });
+  engine_.Write(std::move(request),
+                [this, result = std::move(result), done = std::move(done)](
+                    const Status& status, const storage::WriteOutcome& outcome) mutable {
+                  result.status = status;
+                  if (status.ok()) {
+                    result.duplicate_batch = outcome.duplicate_batch;
+                    result.points_accepted = outcome.points_written + outcome.points_unchanged;
+                    result.points_unchanged = outcome.points_unchanged;
+                    result.series_rewound = outcome.series_rewound;
+                    points_received_.Add(result.points_accepted);
+                  }
+                  done(std::move(result));
+                });
 }
 
 }  // namespace trainwatch::ingest

@@ -12,6 +12,7 @@
 
 #include "common/clock.h"
 #include "common/metrics_registry.h"
+#include "common/mutex.h"
 #include "common/secrets.h"
 #include "ingest/json_lines.h"
 #include "ingest/limits.h"
@@ -46,8 +47,10 @@ class Ingestor {
   // `done` runs exactly once, possibly on another thread, possibly before this returns.
   // `projects`: the only projects the writer's key may write (empty: any); runs of others are
   // refused with an error naming them, the rest of the write goes on.
-  void WriteJsonLines(std::string_view body, Done done, const std::vector<std::string>& projects = {});
-  void WriteProto(v1::WriteRequest request, Done done, const std::vector<std::string>& projects = {});
+  void WriteJsonLines(std::string_view body, Done done,
+                      const std::vector<std::string>& projects = {});
+  void WriteProto(v1::WriteRequest request, Done done,
+                  const std::vector<std::string>& projects = {});
 
   // When set (by the disk guard), every write is refused with this status.
   void SetRefusal(Status refusal);
@@ -59,18 +62,20 @@ class Ingestor {
   // Drops invalid run batches and columns from `request`, recording why, and fills defaults.
   void Normalise(v1::WriteRequest* request, IngestResult* result);
   void MaskSecrets(v1::WriteRequest* request) const;
-  void KeepProjects(const std::vector<std::string>& projects, v1::WriteRequest* request, IngestResult* result);
+  void KeepProjects(const std::vector<std::string>& projects, v1::WriteRequest* request,
+                    IngestResult* result);
   // Drops columns that would create more series than the limits allow.
   void EnforceSeriesLimits(v1::WriteRequest* request,
-                           const std::vector<std::vector<uint64_t>>* first_lines, IngestResult* result);
+                           const std::vector<std::vector<uint64_t>>* first_lines,
+                           IngestResult* result);
   void Submit(v1::WriteRequest request, IngestResult result, Done done);
 
   storage::Engine& engine_;
   Clock& clock_;
   const IngestLimits limits_;
   SecretMasker masker_;
-  std::mutex refusal_mu_;
-  Status refusal_;  // GUARDED_BY(refusal_mu_)
+  Mutex refusal_mu_;
+  Status refusal_ TW_GUARDED_BY(refusal_mu_);
   Counter& lines_rejected_;
   Counter& points_rejected_;
   Counter& points_received_;

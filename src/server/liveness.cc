@@ -58,7 +58,7 @@ size_t LivenessMonitor::SweepOnce() {
 
 void LivenessMonitor::Start() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_ = false;
   }
   thread_ = std::thread([this] { Loop(); });
@@ -66,7 +66,7 @@ void LivenessMonitor::Start() {
 
 void LivenessMonitor::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
   cv_.notify_all();
@@ -74,11 +74,12 @@ void LivenessMonitor::Stop() {
 }
 
 void LivenessMonitor::Loop() {
-  std::unique_lock lock(mu_);
-  while (!clock_.WaitFor(lock, cv_, options_.sweep_interval_seconds, [&] { return stop_; })) {
-    lock.unlock();
+  MutexLock lock(mu_);
+  while (!clock_.WaitFor(lock.native(), cv_, options_.sweep_interval_seconds,
+                         [&]() TW_REQUIRES(mu_) { return stop_; })) {
+    lock.Unlock();
     SweepOnce();
-    lock.lock();
+    lock.Lock();
   }
 }
 

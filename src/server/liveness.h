@@ -15,11 +15,11 @@
 #pragma once
 
 #include <condition_variable>
-#include <mutex>
 #include <thread>
 
 #include "common/clock.h"
 #include "common/logging.h"
+#include "common/mutex.h"
 #include "ingest/ingestor.h"
 #include "storage/engine.h"
 
@@ -59,9 +59,9 @@ class LivenessMonitor {
   const LivenessOptions options_;
   const double started_at_;  // unix seconds on clock_
 
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  bool stop_ = false;  // GUARDED_BY(mu_)
+  bool stop_ TW_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 
