@@ -27,6 +27,8 @@ echo "== C++ tests do not sleep: they wait on events or a ManualClock (scripts/c
 scripts/check_no_sleep.sh || fail "check_no_sleep"
 echo "== Python tests do not sleep or bound wall time: they wait on a condition or an event (scripts/check_no_sleep_py.sh)"
 scripts/check_no_sleep_py.sh || fail "check_no_sleep_py"
+echo "== C++ files changed since the format baseline are clang-formatted (scripts/check_format.sh)"
+scripts/check_format.sh || fail "check_format"
 echo "== locking annotations hold: clang's thread-safety analysis (scripts/check_thread_safety.sh, docs/thread_safety.md)"
 scripts/check_thread_safety.sh || fail "check_thread_safety"
 
