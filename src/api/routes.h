@@ -44,7 +44,8 @@ void RegisterMediaRoutes(HttpServer& server, ApiContext& ctx);  // media_routes.
 void RegisterOpsRoutes(HttpServer& server, ApiContext& ctx);    // ops_routes.cc
 void RegisterAlertRoutes(HttpServer& server, ApiContext& ctx);  // alert_routes.cc
 void RegisterKeyRoutes(HttpServer& server, ApiContext& ctx);    // key_routes.cc (keys, tokens, audit)
-void RegisterInfluxRoutes(HttpServer& server, ApiContext& ctx);  // influx_routes.cc (/write, /ping)
+void RegisterInfluxRoutes(HttpServer& server, ApiContext& ctx);  // influx_routes.cc (/write, /query, /ping)
+void RegisterPromRoutes(HttpServer& server, ApiContext& ctx);    // prom_routes.cc (/prometheus/api/v1/)
 
 inline void RegisterRoutes(HttpServer& server, ApiContext& ctx) {
   RegisterWriteRoutes(server, ctx);
@@ -57,6 +58,7 @@ inline void RegisterRoutes(HttpServer& server, ApiContext& ctx) {
   RegisterAlertRoutes(server, ctx);
   RegisterKeyRoutes(server, ctx);
   RegisterInfluxRoutes(server, ctx);
+  RegisterPromRoutes(server, ctx);
   server.WebSocket("/api/v1/live", ctx.live.Handler());
 }
 
