@@ -35,7 +35,9 @@ class ExportWriter {
       *piece += ",\"time\":";
       AppendNumber(piece, cells_[i].time, NonFinite::kBareTokens);
       *piece += ",\"metrics\":{";
-      for (; j < cells_.size() && cells_[j].step == cells_[i].step && cells_[j].time == cells_[i].time; ++j) {
+      for (; j < cells_.size() && cells_[j].step == cells_[i].step &&
+             cells_[j].time == cells_[i].time;
+           ++j) {
         if (j > i) piece->push_back(',');
         AppendString(piece, plan_.metrics[cells_[j].metric]);
         piece->push_back(':');
@@ -60,7 +62,8 @@ void HandleExport(ApiContext& ctx, HttpRequest&& req, Responder respond) {
   storage::RunInfo info;
   if (!RequireRun(ctx, req, respond, &info)) return;
   Result<query::ExportPlan> plan = ctx.querier.PlanExport({info.project, info.id});
-  if (!plan.ok()) return respond(HttpResponse::Error(HttpStatusOf(plan.status()), plan.status().message()));
+  if (!plan.ok())
+    return respond(HttpResponse::Error(HttpStatusOf(plan.status()), plan.status().message()));
   auto writer = std::make_shared<ExportWriter>(ctx.querier, std::move(plan).value());
   HttpResponse r;
   r.content_type = "application/x-ndjson";

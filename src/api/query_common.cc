@@ -41,16 +41,22 @@ RouteOptions Offloaded() {
 }  // namespace
 
 void RouteStoreRead(HttpServer& server, ApiContext& ctx, const std::string& path, StoreRead read) {
-  server.Route("GET", path, [&ctx, read](HttpRequest&& req, Responder respond) {
-    read(ctx, std::move(req), std::move(respond));
-  }, Offloaded());
+  server.Route(
+      "GET", path,
+      [&ctx, read](HttpRequest&& req, Responder respond) {
+        read(ctx, std::move(req), std::move(respond));
+      },
+      Offloaded());
 }
 
-void RouteStoreReadPrefix(HttpServer& server, ApiContext& ctx, const std::string& method, const std::string& prefix,
-                          StoreRead read) {
-  server.RoutePrefix(method, prefix, [&ctx, read](HttpRequest&& req, Responder respond) {
-    read(ctx, std::move(req), std::move(respond));
-  }, Offloaded());
+void RouteStoreReadPrefix(HttpServer& server, ApiContext& ctx, const std::string& method,
+                          const std::string& prefix, StoreRead read) {
+  server.RoutePrefix(
+      method, prefix,
+      [&ctx, read](HttpRequest&& req, Responder respond) {
+        read(ctx, std::move(req), std::move(respond));
+      },
+      Offloaded());
 }
 
 }  // namespace trainwatch::api

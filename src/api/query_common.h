@@ -14,6 +14,7 @@ void AppendPoint(std::string* out, const storage::Point& p);
 
 // The run the request names (run=, project= or "default"), from ctx.querier, in *info; false after
 // answering a 400 when there is no `run` parameter, or a 404 when there is no such run.
-bool RequireRun(ApiContext& ctx, const HttpRequest& req, const Responder& respond, storage::RunInfo* info);
+bool RequireRun(ApiContext& ctx, const HttpRequest& req, const Responder& respond,
+                storage::RunInfo* info);
 
 }  // namespace trainwatch::api

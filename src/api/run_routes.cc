@@ -7,7 +7,8 @@
 namespace trainwatch::api {
 namespace {
 
-void AppendLatest(std::string* out, const std::vector<std::pair<std::string, storage::Point>>& latest) {
+void AppendLatest(std::string* out,
+                  const std::vector<std::pair<std::string, storage::Point>>& latest) {
   out->push_back('{');
   bool first = true;
   for (const auto& [name, p] : latest) {
@@ -63,12 +64,13 @@ void HandleRuns(ApiContext& ctx, HttpRequest&& req, Responder respond) {
   query::RunSearch query;
   if (auto error = ParseRunSearch(req, &query)) return respond(std::move(*error));
   Result<query::RunPage> page = ctx.querier.SearchRuns(query);
-  if (!page.ok()) return respond(HttpResponse::Error(HttpStatusOf(page.status()), page.status().message()));
+  if (!page.ok())
+    return respond(HttpResponse::Error(HttpStatusOf(page.status()), page.status().message()));
   std::string body;
   body.reserve(page->rows.size() * (256 + 64 * query.latest.size()));
-  body += "{\"total\":" + std::to_string(page->total) + ",\"offset\":" +
-                     std::to_string(query.offset) + ",\"limit\":" + std::to_string(query.limit) +
-                     ",\"runs\":[";
+  body += "{\"total\":" + std::to_string(page->total) +
+          ",\"offset\":" + std::to_string(query.offset) +
+          ",\"limit\":" + std::to_string(query.limit) + ",\"runs\":[";
   for (size_t i = 0; i < page->rows.size(); ++i) {
     if (i) body.push_back(',');
     body.push_back('{');
@@ -115,7 +117,8 @@ void HandleRun(ApiContext& ctx, HttpRequest&& req, Responder respond) {
 void HandleMetrics(ApiContext& ctx, HttpRequest&& req, Responder respond) {
   storage::RunInfo info;
   if (!RequireRun(ctx, req, respond, &info)) return;
-  respond(HttpResponse::Json(200, MetricsJson(ctx.querier.ListMetrics({info.project, info.id})) + "\n"));
+  respond(HttpResponse::Json(200,
+                             MetricsJson(ctx.querier.ListMetrics({info.project, info.id})) + "\n"));
 }
 
 }  // namespace

@@ -14,7 +14,8 @@ std::vector<std::string> SplitComma(const std::string& text) {
   size_t start = 0;
   while (start <= text.size()) {
     size_t comma = text.find(',', start);
-    std::string part = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    std::string part =
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     if (!part.empty()) out.push_back(part);
     if (comma == std::string::npos) break;
     start = comma + 1;
@@ -37,11 +38,13 @@ std::optional<HttpResponse> ParseRunSearch(const HttpRequest& req, query::RunSea
   }
   int64_t n;
   if (std::string v = req.Param("limit"); !v.empty()) {
-    if (!ParseInt(v, &n) || n < 0) return HttpResponse::Error(400, "limit must be a non-negative integer");
+    if (!ParseInt(v, &n) || n < 0)
+      return HttpResponse::Error(400, "limit must be a non-negative integer");
     search->limit = std::min<size_t>(n, kMaxRunsPerPage);
   }
   if (std::string v = req.Param("offset"); !v.empty()) {
-    if (!ParseInt(v, &n) || n < 0) return HttpResponse::Error(400, "offset must be a non-negative integer");
+    if (!ParseInt(v, &n) || n < 0)
+      return HttpResponse::Error(400, "offset must be a non-negative integer");
     search->offset = n;
   }
   return std::nullopt;

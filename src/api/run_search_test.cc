@@ -46,7 +46,8 @@ TEST(RunSearchParamsTest, DefaultsMatchEveryRunNewestFirst) {
 TEST(RunSearchParamsTest, ReadsEveryFilter) {
   query::RunSearch s;
   ASSERT_EQ(Error("/r?project=vision&q=res%2Bnet&tag=a&tag=b%20c&status=finished&group=sweep"
-                  "&config.lr=0.001&config.opt.name=adam&sort=-metric:acc&latest=loss,,acc,&limit=20&offset=40",
+                  "&config.lr=0.001&config.opt.name=adam&sort=-metric:acc&latest=loss,,acc,&limit="
+                  "20&offset=40",
                   &s),
             "");
   EXPECT_EQ(s.project, "vision");
@@ -68,9 +69,11 @@ TEST(RunSearchParamsTest, LimitIsCutToAPageAndBothCountsAreNamedWhenMalformed) {
   ASSERT_EQ(Error("/r?limit=0&offset=", &s), "");
   EXPECT_EQ(s.limit, 0u);
   for (const char* bad : {"-1", "ten", "1.5", " 3"}) {
-    EXPECT_THAT(Error(std::string("/r?limit=") + bad), ::testing::HasSubstr("limit must be a non-negative integer"))
+    EXPECT_THAT(Error(std::string("/r?limit=") + bad),
+                ::testing::HasSubstr("limit must be a non-negative integer"))
         << bad;
-    EXPECT_THAT(Error(std::string("/r?offset=") + bad), ::testing::HasSubstr("offset must be a non-negative integer"))
+    EXPECT_THAT(Error(std::string("/r?offset=") + bad),
+                ::testing::HasSubstr("offset must be a non-negative integer"))
         << bad;
   }
 }

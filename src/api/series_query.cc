@@ -6,22 +6,30 @@ namespace trainwatch::api {
 namespace {
 
 bool ParseAxis(const std::string& text, query::XAxis* axis) {
-  if (text == "step" || text.empty()) *axis = query::XAxis::kStep;
-  else if (text == "time") *axis = query::XAxis::kWallTime;
-  else if (text == "relative") *axis = query::XAxis::kRelativeTime;
-  else return false;
+  if (text == "step" || text.empty())
+    *axis = query::XAxis::kStep;
+  else if (text == "time")
+    *axis = query::XAxis::kWallTime;
+  else if (text == "relative")
+    *axis = query::XAxis::kRelativeTime;
+  else
+    return false;
   return true;
 }
 
 }  // namespace
 
-std::optional<HttpResponse> ParseSeriesQuery(const HttpRequest& req, size_t max_raw_points, SeriesQuery* q) {
+std::optional<HttpResponse> ParseSeriesQuery(const HttpRequest& req, size_t max_raw_points,
+                                             SeriesQuery* q) {
   q->project = req.Param("project", "default");
   q->runs = req.Params("run");
-  if (q->runs.empty()) return HttpResponse::Error(400, "query parameter 'run' (one or more) is required");
-  if (q->runs.size() > kMaxSeriesPerQuery) return HttpResponse::Error(400, "too many runs in one query");
+  if (q->runs.empty())
+    return HttpResponse::Error(400, "query parameter 'run' (one or more) is required");
+  if (q->runs.size() > kMaxSeriesPerQuery)
+    return HttpResponse::Error(400, "too many runs in one query");
   q->x_text = req.Param("x", "step");
-  if (!ParseAxis(q->x_text, &q->axis)) return HttpResponse::Error(400, "x must be step, time or relative");
+  if (!ParseAxis(q->x_text, &q->axis))
+    return HttpResponse::Error(400, "x must be step, time or relative");
   if (std::string v = req.Param("from"); !v.empty() && !ParseDouble(v, &q->from)) {
     return HttpResponse::Error(400, "from must be a finite number");
   }
@@ -30,22 +38,24 @@ std::optional<HttpResponse> ParseSeriesQuery(const HttpRequest& req, size_t max_
   }
   if (std::string v = req.Param("buckets"); !v.empty()) {
     if (!ParseInt(v, &q->buckets) || q->buckets < 1 || q->buckets > kMaxBuckets) {
-      return HttpResponse::Error(400, "buckets must be an integer from 1 to " + std::to_string(kMaxBuckets));
+      return HttpResponse::Error(
+          400, "buckets must be an integer from 1 to " + std::to_string(kMaxBuckets));
     }
   }
   q->limit = max_raw_points;
   if (std::string v = req.Param("limit"); !v.empty()) {
     int64_t limit = 0;
     if (!ParseInt(v, &limit) || limit < 1 || static_cast<uint64_t>(limit) > max_raw_points) {
-      return HttpResponse::Error(400, "limit must be an integer from 1 to " + std::to_string(max_raw_points) +
-                                          " (--max-raw-points)");
+      return HttpResponse::Error(400, "limit must be an integer from 1 to " +
+                                          std::to_string(max_raw_points) + " (--max-raw-points)");
     }
     q->limit = static_cast<size_t>(limit);
   }
   return std::nullopt;
 }
 
-std::optional<HttpResponse> ParseSingleSeriesQuery(const HttpRequest& req, size_t max_raw_points, SeriesQuery* q) {
+std::optional<HttpResponse> ParseSingleSeriesQuery(const HttpRequest& req, size_t max_raw_points,
+                                                   SeriesQuery* q) {
   if (auto error = ParseSeriesQuery(req, max_raw_points, q)) return error;
   std::string metric = req.Param("metric");
   if (metric.empty()) return HttpResponse::Error(400, "query parameter 'metric' is required");
@@ -53,10 +63,12 @@ std::optional<HttpResponse> ParseSingleSeriesQuery(const HttpRequest& req, size_
   return std::nullopt;
 }
 
-std::optional<HttpResponse> ParseSeriesBatchQuery(const HttpRequest& req, size_t max_raw_points, SeriesQuery* q) {
+std::optional<HttpResponse> ParseSeriesBatchQuery(const HttpRequest& req, size_t max_raw_points,
+                                                  SeriesQuery* q) {
   if (auto error = ParseSeriesQuery(req, max_raw_points, q)) return error;
   q->metrics = req.Params("metric");
-  if (q->metrics.empty()) return HttpResponse::Error(400, "query parameter 'metric' (one or more) is required");
+  if (q->metrics.empty())
+    return HttpResponse::Error(400, "query parameter 'metric' (one or more) is required");
   if (q->buckets == 0) return HttpResponse::Error(400, "query parameter 'buckets' is required");
   if (q->metrics.size() * q->runs.size() > kMaxSeriesPerQuery) {
     return HttpResponse::Error(400, "more than " + std::to_string(kMaxSeriesPerQuery) +

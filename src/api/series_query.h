@@ -40,13 +40,16 @@ struct SeriesQuery {
 // Reads project (default "default"), run (one or more), x (step, time or relative; default step),
 // from, to (finite numbers), buckets (1..kMaxBuckets) and limit (1..max_raw_points; default
 // max_raw_points); a 400 that names the parameter when one is missing or malformed.
-std::optional<HttpResponse> ParseSeriesQuery(const HttpRequest& req, size_t max_raw_points, SeriesQuery* q);
+std::optional<HttpResponse> ParseSeriesQuery(const HttpRequest& req, size_t max_raw_points,
+                                             SeriesQuery* q);
 
 // /api/v1/series: the above and `metric` (required; the first one given).
-std::optional<HttpResponse> ParseSingleSeriesQuery(const HttpRequest& req, size_t max_raw_points, SeriesQuery* q);
+std::optional<HttpResponse> ParseSingleSeriesQuery(const HttpRequest& req, size_t max_raw_points,
+                                                   SeriesQuery* q);
 
 // /api/v1/series/batch: the above with `metric` one or more times and `buckets` required, and at
 // most kMaxSeriesPerQuery runs × metrics.
-std::optional<HttpResponse> ParseSeriesBatchQuery(const HttpRequest& req, size_t max_raw_points, SeriesQuery* q);
+std::optional<HttpResponse> ParseSeriesBatchQuery(const HttpRequest& req, size_t max_raw_points,
+                                                  SeriesQuery* q);
 
 }  // namespace trainwatch::api

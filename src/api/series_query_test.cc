@@ -46,7 +46,8 @@ TEST(SeriesQueryTest, DefaultsForEverythingButTheRuns) {
 
 TEST(SeriesQueryTest, ReadsEveryParameter) {
   SeriesQuery q;
-  ASSERT_EQ(Error("/s?project=vision&run=r1&x=relative&from=-1.5&to=1e3&buckets=500&limit=10", &q), "");
+  ASSERT_EQ(Error("/s?project=vision&run=r1&x=relative&from=-1.5&to=1e3&buckets=500&limit=10", &q),
+            "");
   EXPECT_EQ(q.project, "vision");
   EXPECT_EQ(q.axis, query::XAxis::kRelativeTime);
   EXPECT_EQ(q.x_text, "relative");
@@ -73,7 +74,9 @@ TEST(SeriesQueryTest, RunsAreRequiredAndBounded) {
 TEST(SeriesQueryTest, MalformedParametersAreNamed) {
   EXPECT_THAT(Error("/s?run=r&x=epoch"), HasSubstr("x must be step, time or relative"));
   for (const char* from : {"abc", "1x", "nan", "inf", "-Infinity", "1e999", " 1"}) {
-    EXPECT_THAT(Error(std::string("/s?run=r&from=") + from), HasSubstr("from must be a finite number")) << from;
+    EXPECT_THAT(Error(std::string("/s?run=r&from=") + from),
+                HasSubstr("from must be a finite number"))
+        << from;
   }
   EXPECT_THAT(Error("/s?run=r&to=NaN"), HasSubstr("to must be a finite number"));
   for (const char* buckets : {"0", "-1", "100001", "1.5", "x"}) {
@@ -102,7 +105,8 @@ TEST(SeriesQueryTest, AnEmptyValueIsTheDefault) {
 // The 400's message of a single-series or batch query, or "" when it parses.
 std::string SingleError(const std::string& target, SeriesQuery* q = nullptr) {
   SeriesQuery ignored;
-  std::optional<HttpResponse> error = ParseSingleSeriesQuery(Get(target), kMaxRaw, q ? q : &ignored);
+  std::optional<HttpResponse> error =
+      ParseSingleSeriesQuery(Get(target), kMaxRaw, q ? q : &ignored);
   if (!error) return "";
   EXPECT_EQ(error->status, 400);
   return error->body;
@@ -119,9 +123,11 @@ std::string BatchError(const std::string& target, SeriesQuery* q = nullptr) {
 TEST(SeriesQueryTest, OneSeriesNeedsAMetricAndBecomesARawOrDownsampledRequest) {
   EXPECT_THAT(SingleError("/s?run=r"), HasSubstr("query parameter 'metric' is required"));
   EXPECT_THAT(SingleError("/s?run=r&metric="), HasSubstr("query parameter 'metric' is required"));
-  EXPECT_THAT(SingleError("/s?metric=loss"), HasSubstr("'run' (one or more) is required"));  // runs first
+  EXPECT_THAT(SingleError("/s?metric=loss"),
+              HasSubstr("'run' (one or more) is required"));  // runs first
   SeriesQuery q;
-  ASSERT_EQ(SingleError("/s?project=p&run=a&run=b&metric=loss&metric=acc&from=3&to=9&limit=7", &q), "");
+  ASSERT_EQ(SingleError("/s?project=p&run=a&run=b&metric=loss&metric=acc&from=3&to=9&limit=7", &q),
+            "");
   EXPECT_THAT(q.metrics, ElementsAre("loss"));  // the first one
   query::RawRequest raw = q.Raw();
   EXPECT_EQ(raw.selection.project, "p");
@@ -138,13 +144,16 @@ TEST(SeriesQueryTest, OneSeriesNeedsAMetricAndBecomesARawOrDownsampledRequest) {
 }
 
 TEST(SeriesQueryTest, BatchNeedsMetricsAndBucketsWithinTheSeriesCap) {
-  EXPECT_THAT(BatchError("/s?run=r&buckets=5"), HasSubstr("query parameter 'metric' (one or more) is required"));
+  EXPECT_THAT(BatchError("/s?run=r&buckets=5"),
+              HasSubstr("query parameter 'metric' (one or more) is required"));
   EXPECT_THAT(BatchError("/s?run=r&metric=m"), HasSubstr("query parameter 'buckets' is required"));
-  EXPECT_THAT(BatchError("/s?run=r&metric=m&buckets=0"), HasSubstr("buckets must be an integer from 1 to 100000"));
+  EXPECT_THAT(BatchError("/s?run=r&metric=m&buckets=0"),
+              HasSubstr("buckets must be an integer from 1 to 100000"));
   std::string many = "/s?buckets=5&metric=a&metric=b";
   for (size_t i = 0; i < kMaxSeriesPerQuery / 2; ++i) many += "&run=r" + std::to_string(i);
   EXPECT_EQ(BatchError(many), "");  // exactly kMaxSeriesPerQuery series
-  EXPECT_THAT(BatchError(many + "&metric=c"), HasSubstr("more than 1000 series (runs × metrics) in one query"));
+  EXPECT_THAT(BatchError(many + "&metric=c"),
+              HasSubstr("more than 1000 series (runs × metrics) in one query"));
   SeriesQuery q;
   ASSERT_EQ(BatchError("/s?run=r&metric=m1&metric=m2&buckets=9&x=relative", &q), "");
   query::DownsampleRequest down = q.Downsampled();

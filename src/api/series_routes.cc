@@ -53,7 +53,10 @@ void AppendRawSeries(const std::vector<query::RawSeries>& series, std::string* b
 
 // A bucket's min or max: null for a bucket of NaNs only.
 void AppendRangeEnd(std::string* body, const query::Bucket& b, double v) {
-  if (b.count > b.nan_count) AppendNumber(body, v, NonFinite::kStrings); else *body += "null";
+  if (b.count > b.nan_count)
+    AppendNumber(body, v, NonFinite::kStrings);
+  else
+    *body += "null";
 }
 
 void AppendBucketObjects(const std::vector<query::Bucket>& buckets, std::string* body) {
@@ -107,7 +110,8 @@ void AppendBucketColumns(const std::vector<query::Bucket>& buckets, std::string*
   column("sum", [&](const B& b) { AppendNumber(body, b.sum, NonFinite::kStrings); });
 }
 
-// `"grid":{...},"series":[...]` of one metric, downsampled; each run's buckets as objects or columns.
+// `"grid":{...},"series":[...]` of one metric, downsampled; each run's buckets as objects or
+// columns.
 void AppendDownsampled(const query::DownsampledMetric& metric, bool columns, std::string* body) {
   *body += ",\"grid\":";
   AppendGrid(body, metric.grid);
@@ -121,16 +125,21 @@ void AppendDownsampled(const query::DownsampledMetric& metric, bool columns, std
       *body += ",\"error\":";
       AppendString(body, s.status.message());
     }
-    if (columns) AppendBucketColumns(s.buckets, body); else AppendBucketObjects(s.buckets, body);
+    if (columns)
+      AppendBucketColumns(s.buckets, body);
+    else
+      AppendBucketObjects(s.buckets, body);
     body->push_back('}');
   }
   body->push_back(']');
 }
 
-// GET /api/v1/series?project=P&run=R1&run=R2&metric=M[&x=step|time|relative][&from=&to=][&buckets=N]
+// GET
+// /api/v1/series?project=P&run=R1&run=R2&metric=M[&x=step|time|relative][&from=&to=][&buckets=N]
 void HandleSeries(ApiContext& ctx, HttpRequest&& req, Responder respond) {
   SeriesQuery q;
-  if (auto error = ParseSingleSeriesQuery(req, ctx.max_raw_points, &q)) return respond(std::move(*error));
+  if (auto error = ParseSingleSeriesQuery(req, ctx.max_raw_points, &q))
+    return respond(std::move(*error));
   std::string body = "{\"metric\":";
   AppendString(&body, q.metrics.front());
   body += ",\"x\":\"" + q.x_text + "\"";
@@ -139,7 +148,8 @@ void HandleSeries(ApiContext& ctx, HttpRequest&& req, Responder respond) {
     return respond(HttpResponse::Json(200, std::move(body)));
   }
   Result<std::vector<query::DownsampledMetric>> answer = ctx.querier.Downsample(q.Downsampled());
-  if (!answer.ok()) return respond(HttpResponse::Error(HttpStatusOf(answer.status()), answer.status().message()));
+  if (!answer.ok())
+    return respond(HttpResponse::Error(HttpStatusOf(answer.status()), answer.status().message()));
   AppendDownsampled(answer->front(), /*columns=*/false, &body);
   body += "}\n";
   respond(HttpResponse::Json(200, std::move(body)));
@@ -150,9 +160,11 @@ void HandleSeries(ApiContext& ctx, HttpRequest&& req, Responder respond) {
 // bucket field a column: a page of charts in a few requests instead of one per chart.
 void HandleSeriesBatch(ApiContext& ctx, HttpRequest&& req, Responder respond) {
   SeriesQuery q;
-  if (auto error = ParseSeriesBatchQuery(req, ctx.max_raw_points, &q)) return respond(std::move(*error));
+  if (auto error = ParseSeriesBatchQuery(req, ctx.max_raw_points, &q))
+    return respond(std::move(*error));
   Result<std::vector<query::DownsampledMetric>> answer = ctx.querier.Downsample(q.Downsampled());
-  if (!answer.ok()) return respond(HttpResponse::Error(HttpStatusOf(answer.status()), answer.status().message()));
+  if (!answer.ok())
+    return respond(HttpResponse::Error(HttpStatusOf(answer.status()), answer.status().message()));
   std::string body = "{\"x\":\"" + q.x_text + "\",\"metrics\":[";
   for (size_t m = 0; m < answer->size(); ++m) {
     if (m) body.push_back(',');
@@ -169,9 +181,11 @@ void HandleSuperseded(ApiContext& ctx, HttpRequest&& req, Responder respond) {
   storage::RunInfo info;
   if (!RequireRun(ctx, req, respond, &info)) return;
   std::string metric = req.Param("metric");
-  if (metric.empty()) return respond(HttpResponse::Error(400, "query parameter 'metric' is required"));
+  if (metric.empty())
+    return respond(HttpResponse::Error(400, "query parameter 'metric' is required"));
   auto points = ctx.querier.ReadSuperseded({info.project, info.id, metric});
-  if (!points.ok()) return respond(HttpResponse::Error(HttpStatusOf(points.status()), points.status().message()));
+  if (!points.ok())
+    return respond(HttpResponse::Error(HttpStatusOf(points.status()), points.status().message()));
   std::string body = "{\"metric\":";
   AppendString(&body, metric);
   body += ",\"points\":[";

@@ -142,7 +142,8 @@ void Downsampler::AddStepOrdered(const Point* begin, const Point* end, const Poi
       return;
     }
     // The first point at or past `safe`, by binary search: steps are increasing.
-    p = std::partition_point(p + 1, end, [safe](const Point& q) { return static_cast<double>(q.step) < safe; });
+    p = std::partition_point(p + 1, end,
+                             [safe](const Point& q) { return static_cast<double>(q.step) < safe; });
     bucket.AddOrderedRun(run, p, base, blocks);
   }
 }

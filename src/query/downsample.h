@@ -52,8 +52,8 @@ struct Bucket {
   // `blocks` (SummarizeBlocks of the array starting at `base`), whole blocks are folded at once.
   void AddOrderedRun(const Point* begin, const Point* end, const Point* base = nullptr,
                      const BlockSummary* blocks = nullptr);
-  // Folds in a chunk summary whose points all fall in this bucket, in any order relative to what the
-  // bucket holds already. The summary's min_time/max_time stand in for first/last time.
+  // Folds in a chunk summary whose points all fall in this bucket, in any order relative to what
+  // the bucket holds already. The summary's min_time/max_time stand in for first/last time.
   void AddSummary(const Summary& s);
   // Folds in the bucket of the same index over other points of the same grid (another part of the
   // series, from another querier): counts and sums add, min of mins, max of maxes, first from the
@@ -65,14 +65,21 @@ struct Bucket {
 class Downsampler {
  public:
   Downsampler(const BucketGrid& grid, XAxis axis, double time_origin)
-      : grid_(grid), width_(grid.Width()), axis_(axis), time_origin_(time_origin), buckets_(grid.count) {}
+      : grid_(grid),
+        width_(grid.Width()),
+        axis_(axis),
+        time_origin_(time_origin),
+        buckets_(grid.count) {}
 
   // x of a point on this axis.
   double XOf(const Point& p) const {
     switch (axis_) {
-      case XAxis::kStep: return static_cast<double>(p.step);
-      case XAxis::kWallTime: return p.time;
-      case XAxis::kRelativeTime: return p.time - time_origin_;
+      case XAxis::kStep:
+        return static_cast<double>(p.step);
+      case XAxis::kWallTime:
+        return p.time;
+      case XAxis::kRelativeTime:
+        return p.time - time_origin_;
     }
     return 0;
   }

@@ -57,7 +57,8 @@ TEST(DownsamplerTest, SummaryFoldsOnlyWhenInsideOneBucket) {
   EXPECT_EQ(b[0].last, -3);
 }
 
-// Folding whole blocks gives exactly what scanning every point gives (sum aside: its order differs).
+// Folding whole blocks gives exactly what scanning every point gives (sum aside: its order
+// differs).
 TEST(DownsamplerTest, BlocksAgreeWithScanningEveryPoint) {
   std::vector<Point> points;
   for (int i = 0; i < 1000; ++i) {
@@ -69,8 +70,14 @@ TEST(DownsamplerTest, BlocksAgreeWithScanningEveryPoint) {
   }
   std::vector<BlockSummary> blocks = storage::SummarizeBlocks(points);
   ASSERT_EQ(blocks.size(), (1000 + storage::kBlockPoints - 1) / storage::kBlockPoints);
-  for (auto [a, b] : {std::pair<int, int>{0, 1000}, {1, 999}, {31, 33}, {32, 64}, {5, 700}, {480, 520},
-                      {330, 340}, {999, 1000}}) {
+  for (auto [a, b] : {std::pair<int, int>{0, 1000},
+                      {1, 999},
+                      {31, 33},
+                      {32, 64},
+                      {5, 700},
+                      {480, 520},
+                      {330, 340},
+                      {999, 1000}}) {
     Bucket scanned, folded;
     scanned.AddOrderedRun(&points[a], points.data() + b);
     folded.AddOrderedRun(&points[a], points.data() + b, points.data(), blocks.data());
@@ -115,7 +122,8 @@ TEST(BucketTest, MergeOfPartsEqualsTheWhole) {
       EXPECT_EQ(merged.last_step, want[i].last_step);
       EXPECT_EQ(merged.first_time, want[i].first_time);
       EXPECT_EQ(merged.last_time, want[i].last_time);
-      EXPECT_TRUE(std::isnan(want[i].first) ? std::isnan(merged.first) : merged.first == want[i].first);
+      EXPECT_TRUE(std::isnan(want[i].first) ? std::isnan(merged.first)
+                                            : merged.first == want[i].first);
       EXPECT_TRUE(std::isnan(want[i].last) ? std::isnan(merged.last) : merged.last == want[i].last);
       EXPECT_NEAR(merged.sum, want[i].sum, 1e-9 * (std::abs(want[i].sum) + 1));
     }

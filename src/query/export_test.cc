@@ -53,12 +53,14 @@ TEST(ExportCursorTest, NothingToExportIsDoneAtOnce) {
 }
 
 TEST(ExportCursorTest, ExactAtTheEndsOfTheStepRange) {
-  constexpr int64_t kMin = std::numeric_limits<int64_t>::min(), kMax = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min(),
+                    kMax = std::numeric_limits<int64_t>::max();
   auto windows = Windows(Plan(kMin, kMax, 2));  // two points, at both ends
   ASSERT_FALSE(windows.empty());
   EXPECT_EQ(windows.front().first, kMin);
   EXPECT_EQ(windows.back().second, kMax);
-  for (size_t i = 1; i < windows.size(); ++i) EXPECT_EQ(windows[i].first, windows[i - 1].second + 1);
+  for (size_t i = 1; i < windows.size(); ++i)
+    EXPECT_EQ(windows[i].first, windows[i - 1].second + 1);
   EXPECT_EQ(Windows(Plan(kMax, kMax, 1)), (std::vector<std::pair<int64_t, int64_t>>{{kMax, kMax}}));
 }
 

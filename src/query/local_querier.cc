@@ -19,7 +19,8 @@ std::vector<storage::MetricInfo> LocalQuerier::ListMetrics(const storage::RunKey
   return engine_.ListMetrics(run.project, run.run);
 }
 
-Result<std::vector<storage::SupersededPoint>> LocalQuerier::ReadSuperseded(const storage::SeriesKey& key) const {
+Result<std::vector<storage::SupersededPoint>> LocalQuerier::ReadSuperseded(
+    const storage::SeriesKey& key) const {
   std::vector<storage::SupersededPoint> points;
   TW_RETURN_IF_ERROR(engine_.ReadSuperseded(key, &points));
   return points;
@@ -47,7 +48,8 @@ Status LocalQuerier::ReadExportWindow(const ExportPlan& plan, int64_t from_step,
   std::vector<storage::Point> points;
   for (uint32_t m = 0; m < plan.metrics.size(); ++m) {
     points.clear();
-    Status s = engine_.ReadSeries({plan.run.project, plan.run.run, plan.metrics[m]}, options, &points);
+    Status s =
+        engine_.ReadSeries({plan.run.project, plan.run.run, plan.metrics[m]}, options, &points);
     if (s.code() == StatusCode::kNotFound) continue;  // deleted meanwhile
     TW_RETURN_IF_ERROR(s);
     for (const storage::Point& p : points) out->push_back({p.step, p.time, m, p.value});

@@ -20,15 +20,18 @@ class LocalQuerier final : public Querier {
   Result<RunPage> SearchRuns(const RunSearch& search) const override;
   Result<storage::RunInfo> GetRun(const storage::RunKey& run) const override;
   std::vector<storage::MetricInfo> ListMetrics(const storage::RunKey& run) const override;
-  Result<std::vector<storage::SupersededPoint>> ReadSuperseded(const storage::SeriesKey& key) const override;
+  Result<std::vector<storage::SupersededPoint>> ReadSuperseded(
+      const storage::SeriesKey& key) const override;
   Result<ExportPlan> PlanExport(const storage::RunKey& run) const override;
   Status ReadExportWindow(const ExportPlan& plan, int64_t from_step, int64_t to_step,
                           std::vector<ExportCell>* out) const override;
 
   // local_querier_series.cc
   std::vector<RawSeries> ReadRaw(const RawRequest& request) const override;
-  Result<AxisRange> XRange(const SeriesSelection& selection, const std::string& metric) const override;
-  Result<std::vector<DownsampledMetric>> Downsample(const DownsampleRequest& request) const override;
+  Result<AxisRange> XRange(const SeriesSelection& selection,
+                           const std::string& metric) const override;
+  Result<std::vector<DownsampledMetric>> Downsample(
+      const DownsampleRequest& request) const override;
 
  private:
   // The x of a run's points on `axis` is shifted by this: its start time on the relative axis,

@@ -56,14 +56,16 @@ class DownsamplingScanner final : public storage::SeriesScanner {
 
 }  // namespace
 
-Result<double> LocalQuerier::OriginOf(const std::string& project, const std::string& run, XAxis axis) const {
+Result<double> LocalQuerier::OriginOf(const std::string& project, const std::string& run,
+                                      XAxis axis) const {
   if (axis != XAxis::kRelativeTime) return 0.0;
   std::optional<storage::RunInfo> info = engine_.GetRun(project, run);
   if (!info) return Status::NotFound("no run '" + run + "' in project '" + project + "'");
   return info->start_time;
 }
 
-RawSeries LocalQuerier::ReadRawRun(const RawRequest& request, const std::string& run, size_t* budget) const {
+RawSeries LocalQuerier::ReadRawRun(const RawRequest& request, const std::string& run,
+                                   size_t* budget) const {
   const SeriesSelection& selection = request.selection;
   RawSeries out;
   out.run = run;
@@ -72,7 +74,8 @@ RawSeries LocalQuerier::ReadRawRun(const RawRequest& request, const std::string&
   // With the budget spent, one point is read to say where this series would start.
   options.max_points = std::max<size_t>(*budget, 1);
   std::optional<int64_t> next;
-  Status s = engine_.ReadSeries({selection.project, run, request.metric}, options, &out.points, &next);
+  Status s =
+      engine_.ReadSeries({selection.project, run, request.metric}, options, &out.points, &next);
   if (s.ok() && *budget == 0 && !out.points.empty()) {
     next = out.points.front().step;
     out.points.clear();
@@ -102,12 +105,15 @@ std::vector<RawSeries> LocalQuerier::ReadRaw(const RawRequest& request) const {
   std::vector<RawSeries> out;
   out.reserve(request.selection.runs.size());
   size_t budget = request.limit;
-  for (const std::string& run : request.selection.runs) out.push_back(ReadRawRun(request, run, &budget));
+  for (const std::string& run : request.selection.runs)
+    out.push_back(ReadRawRun(request, run, &budget));
   return out;
 }
 
-Result<AxisRange> LocalQuerier::XRange(const SeriesSelection& selection, const std::string& metric) const {
-  AxisRange range{std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()};
+Result<AxisRange> LocalQuerier::XRange(const SeriesSelection& selection,
+                                       const std::string& metric) const {
+  AxisRange range{std::numeric_limits<double>::infinity(),
+                  -std::numeric_limits<double>::infinity()};
   bool any = false;
   for (const std::string& run : selection.runs) {
     storage::SeriesExtent extent;
@@ -130,14 +136,16 @@ Result<AxisRange> LocalQuerier::XRange(const SeriesSelection& selection, const s
   return range;
 }
 
-DownsampledSeries LocalQuerier::DownsampleRun(const SeriesSelection& selection, const std::string& run,
-                                              const std::string& metric, const BucketGrid& grid) const {
+DownsampledSeries LocalQuerier::DownsampleRun(const SeriesSelection& selection,
+                                              const std::string& run, const std::string& metric,
+                                              const BucketGrid& grid) const {
   DownsampledSeries out;
   out.run = run;
   // An unknown run has no series either: the scan's NotFound names the metric, as for any run.
   Result<double> origin = OriginOf(selection.project, run, selection.axis);
   DownsamplingScanner scanner(grid, selection.axis, origin.ok() ? *origin : 0);
-  Status s = engine_.ScanSeries({selection.project, run, metric}, selection.axis == XAxis::kStep, scanner);
+  Status s =
+      engine_.ScanSeries({selection.project, run, metric}, selection.axis == XAxis::kStep, scanner);
   if (s.ok() && !origin.ok()) s = Status::NotFound("run '" + run + "' was deleted");
   if (!s.ok()) {
     out.status = s;
@@ -147,7 +155,8 @@ DownsampledSeries LocalQuerier::DownsampleRun(const SeriesSelection& selection, 
   return out;
 }
 
-Result<std::vector<DownsampledMetric>> LocalQuerier::Downsample(const DownsampleRequest& request) const {
+Result<std::vector<DownsampledMetric>> LocalQuerier::Downsample(
+    const DownsampleRequest& request) const {
   const SeriesSelection& selection = request.selection;
   std::vector<DownsampledMetric> out;
   out.reserve(request.metrics.size());

@@ -65,8 +65,9 @@ class LocalQuerierTest : public QueryEngineTest {
     Downsampler brute(got->front().grid, axis, origin);
     for (const storage::Point& p : All("r")) brute.AddPoint(p);
     std::vector<Bucket> want = brute.Finish();
-    const std::string where = std::to_string(buckets) + " buckets over " + std::to_string(from) + ".." +
-                              std::to_string(to) + " on axis " + std::to_string(static_cast<int>(axis));
+    const std::string where = std::to_string(buckets) + " buckets over " + std::to_string(from) +
+                              ".." + std::to_string(to) + " on axis " +
+                              std::to_string(static_cast<int>(axis));
     ASSERT_EQ(series.buckets.size(), want.size()) << where;
     for (size_t i = 0; i < want.size(); ++i) {
       const Bucket& b = series.buckets[i];
@@ -135,13 +136,15 @@ TEST_F(LocalQuerierTest, RawUnknownRunOrMetricIsItsOwnError) {
 
 TEST_F(LocalQuerierTest, RawStepRangesRoundInwardAndSaturate) {
   Write("p", "a", "loss", Ramp(-3, 9));
-  EXPECT_THAT(StepsOf(querier_->ReadRaw(Raw({"a"}, 100, XAxis::kStep, 2.5, 6.5))[0].points), ElementsAre(3, 4, 5, 6));
+  EXPECT_THAT(StepsOf(querier_->ReadRaw(Raw({"a"}, 100, XAxis::kStep, 2.5, 6.5))[0].points),
+              ElementsAre(3, 4, 5, 6));
   EXPECT_THAT(StepsOf(querier_->ReadRaw(Raw({"a"}, 100, XAxis::kStep, -1e300, -1))[0].points),
               ElementsAre(-3, -2, -1));
   EXPECT_EQ(querier_->ReadRaw(Raw({"a"}, 100, XAxis::kStep, 8, 1e300))[0].points.size(), 2u);
   // Ranges holding no int64 step hold no point (not every point).
   EXPECT_THAT(querier_->ReadRaw(Raw({"a"}, 100, XAxis::kStep, 1e300, 1e301))[0].points, IsEmpty());
-  EXPECT_THAT(querier_->ReadRaw(Raw({"a"}, 100, XAxis::kStep, -1e301, -1e300))[0].points, IsEmpty());
+  EXPECT_THAT(querier_->ReadRaw(Raw({"a"}, 100, XAxis::kStep, -1e301, -1e300))[0].points,
+              IsEmpty());
 }
 
 TEST_F(LocalQuerierTest, RawTimeAxesFilterByTimeAndSayTruncated) {
@@ -269,7 +272,8 @@ TEST_F(LocalQuerierTest, RunsAndTheirMetrics) {
 TEST_F(LocalQuerierTest, SupersededPointsOfARewoundSeries) {
   Write("p", "a", "loss", Ramp(0, 5));
   Write("p", "a", "loss", {{3, -1.0}});  // a new timeline from step 3: 3, 4, 5 hidden
-  Result<std::vector<storage::SupersededPoint>> hidden = querier_->ReadSuperseded({"p", "a", "loss"});
+  Result<std::vector<storage::SupersededPoint>> hidden =
+      querier_->ReadSuperseded({"p", "a", "loss"});
   ASSERT_TRUE(hidden.ok());
   ASSERT_EQ(hidden->size(), 3u);
   EXPECT_EQ((*hidden)[0].point.step, 3);
@@ -295,9 +299,12 @@ TEST_F(LocalQuerierTest, ExportWindowsHoldEveryScalarPointByStepAndTime) {
   ASSERT_TRUE(querier_->ReadExportWindow(*plan, 2, 4, &cells).ok());
   std::vector<std::tuple<int64_t, uint32_t, double>> got;
   for (const ExportCell& c : cells) got.emplace_back(c.step, c.metric, c.value);
-  EXPECT_THAT(got, ElementsAre(std::tuple<int64_t, uint32_t, double>{2, 0, 0.5}, std::tuple<int64_t, uint32_t, double>{2, 2, 20},
-                               std::tuple<int64_t, uint32_t, double>{3, 2, 30}, std::tuple<int64_t, uint32_t, double>{4, 0, 0.25},
-                               std::tuple<int64_t, uint32_t, double>{4, 2, 40}, std::tuple<int64_t, uint32_t, double>{4, 1, 7}));
+  EXPECT_THAT(got, ElementsAre(std::tuple<int64_t, uint32_t, double>{2, 0, 0.5},
+                               std::tuple<int64_t, uint32_t, double>{2, 2, 20},
+                               std::tuple<int64_t, uint32_t, double>{3, 2, 30},
+                               std::tuple<int64_t, uint32_t, double>{4, 0, 0.25},
+                               std::tuple<int64_t, uint32_t, double>{4, 2, 40},
+                               std::tuple<int64_t, uint32_t, double>{4, 1, 7}));
   EXPECT_EQ(cells[4].time, kEpoch + 4);
   EXPECT_EQ(cells[5].time, kEpoch + 4.5);
 

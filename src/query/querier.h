@@ -53,12 +53,15 @@ class Querier {
   virtual std::vector<RawSeries> ReadRaw(const RawRequest& request) const = 0;
   // The joint x range of `metric` over the selected runs (from/to ignored). NotFound if none of
   // them has a point of it.
-  virtual Result<AxisRange> XRange(const SeriesSelection& selection, const std::string& metric) const = 0;
+  virtual Result<AxisRange> XRange(const SeriesSelection& selection,
+                                   const std::string& metric) const = 0;
   // One DownsampledMetric per requested metric, in order; a run's failure is in its status.
   // InvalidArgument "to is below from" when a metric's grid would be empty.
-  virtual Result<std::vector<DownsampledMetric>> Downsample(const DownsampleRequest& request) const = 0;
+  virtual Result<std::vector<DownsampledMetric>> Downsample(
+      const DownsampleRequest& request) const = 0;
   // The points of a series that rewinds hid, by (step, timeline). NotFound for an unknown series.
-  virtual Result<std::vector<storage::SupersededPoint>> ReadSuperseded(const storage::SeriesKey& key) const = 0;
+  virtual Result<std::vector<storage::SupersededPoint>> ReadSuperseded(
+      const storage::SeriesKey& key) const = 0;
 
   // --- export ---
   // What exporting the run reads (no metrics for an unknown run).

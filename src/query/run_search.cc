@@ -19,7 +19,8 @@ const nlohmann::json* ConfigAt(const nlohmann::json& config, const std::string& 
   size_t start = 0;
   while (start <= path.size()) {
     size_t dot = path.find('.', start);
-    std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    std::string key =
+        path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     if (!node->is_object()) return nullptr;
     auto it = node->find(key);
     if (it == node->end()) return nullptr;
@@ -50,7 +51,8 @@ Result<std::unique_ptr<re2::RE2>> CompileNameFilter(const std::string& pattern) 
   options.set_max_mem(8 << 20);
   auto regex = std::make_unique<re2::RE2>(pattern, options);
   if (!regex->ok()) {
-    return Status::InvalidArgument("invalid regular expression '" + pattern + "': " + regex->error());
+    return Status::InvalidArgument("invalid regular expression '" + pattern +
+                                   "': " + regex->error());
   }
   return regex;
 }
@@ -95,7 +97,8 @@ Result<RunOrder> ParseRunOrder(const std::string& sort) {
 
 void SortRuns(const RunOrder& order, std::vector<RunRow>* rows) {
   auto metric_of = [](const RunRow& row) {
-    if (row.latest.empty() || std::isnan(row.latest.front().second.value)) return std::optional<double>();
+    if (row.latest.empty() || std::isnan(row.latest.front().second.value))
+      return std::optional<double>();
     return std::optional(row.latest.front().second.value);
   };
   const bool descending = order.descending;
@@ -106,8 +109,10 @@ void SortRuns(const RunOrder& order, std::vector<RunRow>* rows) {
       return descending ? *x > *y : *x < *y;
     }
     auto cmp = [&](const auto& x, const auto& y) { return descending ? x > y : x < y; };
-    if (order.key == "name") return a.info.name != b.info.name ? cmp(a.info.name, b.info.name) : a.info.id < b.info.id;
-    if (order.key == "status") return cmp(storage::RunStatusName(a.info.status), storage::RunStatusName(b.info.status));
+    if (order.key == "name")
+      return a.info.name != b.info.name ? cmp(a.info.name, b.info.name) : a.info.id < b.info.id;
+    if (order.key == "status")
+      return cmp(storage::RunStatusName(a.info.status), storage::RunStatusName(b.info.status));
     if (order.key == "last_write_time") return cmp(a.info.last_write_time, b.info.last_write_time);
     return cmp(a.info.start_time, b.info.start_time);
   });

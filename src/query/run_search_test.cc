@@ -17,9 +17,12 @@ class RunSearchTest : public QueryEngineTest {
  protected:
   void SetUp() override {
     Open();
-    // Three runs in "vision", one in "nlp"; start times 30, 10, 20 (id order differs from every sort).
-    AddRun("vision", "r1", "resnet-a", 30, {"base", "gpu"}, "sweep", R"({"lr":0.001,"opt":{"name":"adam"}})");
-    AddRun("vision", "r2", "resnet-b", 10, {"gpu"}, "sweep", R"({"lr":0.01,"opt":{"name":"sgd"},"amp":true})");
+    // Three runs in "vision", one in "nlp"; start times 30, 10, 20 (id order differs from every
+    // sort).
+    AddRun("vision", "r1", "resnet-a", 30, {"base", "gpu"}, "sweep",
+           R"({"lr":0.001,"opt":{"name":"adam"}})");
+    AddRun("vision", "r2", "resnet-b", 10, {"gpu"}, "sweep",
+           R"({"lr":0.01,"opt":{"name":"sgd"},"amp":true})");
     AddRun("vision", "r3", "vit", 20, {}, "", R"({"lr":"1e-3"})");
     AddRun("nlp", "r4", "resnet-lm", 40, {"gpu"}, "", "{}");
     Write("vision", "r1", "acc", {{1, 0.5}, {2, 0.7}});
@@ -28,8 +31,9 @@ class RunSearchTest : public QueryEngineTest {
     WriteMetadata("vision", "r2", [](v1::RunMetadata* m) { m->set_status("finished"); });
   }
 
-  void AddRun(const std::string& project, const std::string& id, const std::string& name, double start,
-              const std::vector<std::string>& tags, const std::string& group, const std::string& config) {
+  void AddRun(const std::string& project, const std::string& id, const std::string& name,
+              double start, const std::vector<std::string>& tags, const std::string& group,
+              const std::string& config) {
     WriteMetadata(project, id, [&](v1::RunMetadata* m) {
       m->set_name(name);
       m->set_start_time(start);

@@ -25,8 +25,8 @@ struct BlockSummary {
 std::vector<BlockSummary> SummarizeBlocks(const std::vector<Point>& points);
 
 // Folds the values of [begin, end) into running aggregates. Branch-free: a NaN fails every
-// comparison, so it leaves lo and hi alone; v - v is 0 exactly for finite v. Inline: it is the inner
-// loop of downsampling.
+// comparison, so it leaves lo and hi alone; v - v is 0 exactly for finite v. Inline: it is the
+// inner loop of downsampling.
 inline void ScanValues(const Point* begin, const Point* end, double* lo, double* hi, double* total,
                        uint64_t* nans) {
   for (const Point* p = begin; p != end; ++p) {

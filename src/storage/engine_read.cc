@@ -1,5 +1,5 @@
-// Engine: the read path — runs, metric listings, raw reads, and the extent and scan of a series that
-// the query layer (src/query/) downsamples.
+// Engine: the read path — runs, metric listings, raw reads, and the extent and scan of a series
+// that the query layer (src/query/) downsamples.
 #include <algorithm>
 
 #include "storage/encoding/chunk_codec.h"
@@ -9,6 +9,10 @@ namespace trainwatch::storage {
 namespace {
 
 bool StepLess(const Point& a, const Point& b) { return a.step < b.step; }
+
+Status NoSuchSeries(const SeriesKey& key) {
+  return Status::NotFound("no metric '" + key.metric + "' in run '" + key.run + "'");
+}
 
 }  // namespace
 
@@ -74,12 +78,14 @@ Result<PointsPtr> Engine::ChunkPoints(const Series& series, const ChunkRef& chun
 
 Status Engine::FillTimesFromClock(const Series& series, std::vector<Point>* points) const {
   if (series.clock == nullptr || points->empty()) {
-    return Status::Corruption("chunk of series " + std::to_string(series.id()) + " needs a run clock");
+    return Status::Corruption("chunk of series " + std::to_string(series.id()) +
+                              " needs a run clock");
   }
   std::vector<Point> clock;
   {
     std::shared_lock lock(series.clock->mu);
-    TW_RETURN_IF_ERROR(CollectVisible(*series.clock, points->front().step, points->back().step, &clock));
+    TW_RETURN_IF_ERROR(
+        CollectVisible(*series.clock, points->front().step, points->back().step, &clock));
   }
   size_t k = 0;
   for (Point& p : *points) {
@@ -120,11 +126,13 @@ Status Engine::CollectVisible(const Series& series, int64_t from, int64_t to,
     }
     TW_ASSIGN_OR_RETURN(PointsPtr points, ChunkPoints(series, chunk));
     auto begin = std::lower_bound(points->begin(), points->end(), Point{from, 0, 0}, StepLess);
-    for (auto p = begin; p != points->end() && p->step <= to && p->step < chunk.hidden_from_step; ++p) {
+    for (auto p = begin; p != points->end() && p->step <= to && p->step < chunk.hidden_from_step;
+         ++p) {
       out->push_back(*p);
     }
   }
-  auto begin = std::lower_bound(series.head.begin(), series.head.end(), Point{from, 0, 0}, StepLess);
+  auto begin =
+      std::lower_bound(series.head.begin(), series.head.end(), Point{from, 0, 0}, StepLess);
   for (auto p = begin; p != series.head.end() && p->step <= to; ++p) out->push_back(*p);
   // Chunks overlap only after out-of-order fill-ins; sort only then.
   if (!std::is_sorted(out->begin() + start, out->end(), StepLess)) {
@@ -134,7 +142,8 @@ Status Engine::CollectVisible(const Series& series, int64_t from, int64_t to,
 }
 
 Status Engine::CollectVisiblePage(const Series& series, int64_t from, int64_t to, size_t max_points,
-                                  std::vector<Point>* out, std::optional<int64_t>* next_step) const {
+                                  std::vector<Point>* out,
+                                  std::optional<int64_t>* next_step) const {
   // The sources of visible points in the range, each sorted by step, in the order of their first
   // step: the chunks, then the head (which out-of-order fill-ins may place before them).
   struct Source {
@@ -143,12 +152,14 @@ Status Engine::CollectVisiblePage(const Series& series, int64_t from, int64_t to
   };
   std::vector<Source> sources;
   for (const ChunkRef& chunk : series.chunks) {
-    if (chunk.FullyHidden() || chunk.summary.last_step < from || chunk.summary.first_step > to) continue;
+    if (chunk.FullyHidden() || chunk.summary.last_step < from || chunk.summary.first_step > to)
+      continue;
     sources.push_back({std::max(from, chunk.summary.first_step), &chunk});
   }
   auto head = std::lower_bound(series.head.begin(), series.head.end(), Point{from, 0, 0}, StepLess);
   if (head != series.head.end() && head->step <= to) sources.push_back({head->step, nullptr});
-  std::stable_sort(sources.begin(), sources.end(), [](const Source& a, const Source& b) { return a.first < b.first; });
+  std::stable_sort(sources.begin(), sources.end(),
+                   [](const Source& a, const Source& b) { return a.first < b.first; });
 
   const size_t start = out->size();
   auto page = [&] { return out->size() - start; };
@@ -161,7 +172,8 @@ Status Engine::CollectVisiblePage(const Series& series, int64_t from, int64_t to
     if (const ChunkRef* chunk = sources[i].chunk) {
       TW_ASSIGN_OR_RETURN(PointsPtr points, ChunkPoints(series, *chunk));
       auto begin = std::lower_bound(points->begin(), points->end(), Point{from, 0, 0}, StepLess);
-      for (auto p = begin; p != points->end() && p->step <= to && p->step < chunk->hidden_from_step; ++p) {
+      for (auto p = begin; p != points->end() && p->step <= to && p->step < chunk->hidden_from_step;
+           ++p) {
         out->push_back(*p);
       }
     } else {
@@ -172,10 +184,12 @@ Status Engine::CollectVisiblePage(const Series& series, int64_t from, int64_t to
     const bool last = i + 1 == sources.size();
     const int64_t boundary = last ? std::numeric_limits<int64_t>::max() : sources[i + 1].first;
     sort();
-    size_t final_points = std::lower_bound(out->begin() + start, out->end(), Point{boundary, 0, 0}, StepLess) -
-                          (out->begin() + start);
+    size_t final_points =
+        std::lower_bound(out->begin() + start, out->end(), Point{boundary, 0, 0}, StepLess) -
+        (out->begin() + start);
     if (last) final_points = page();
-    if (final_points < max_points || (final_points == max_points && page() == max_points && last)) continue;
+    if (final_points < max_points || (final_points == max_points && page() == max_points && last))
+      continue;
     *next_step = final_points > max_points ? (*out)[start + max_points].step : boundary;
     out->resize(start + max_points);
     return Status::Ok();
@@ -188,7 +202,7 @@ Status Engine::CollectVisiblePage(const Series& series, int64_t from, int64_t to
 Status Engine::ReadSeries(const SeriesKey& key, const SeriesReadOptions& options,
                           std::vector<Point>* out, std::optional<int64_t>* next_step) const {
   Series* series = FindSeries(key);
-  if (series == nullptr) return Status::NotFound("no metric '" + key.metric + "' in run '" + key.run + "'");
+  if (series == nullptr) return NoSuchSeries(key);
   std::shared_lock lock(series->mu);
   if (options.max_points == 0) {
     if (next_step) next_step->reset();
@@ -201,7 +215,7 @@ Status Engine::ReadSeries(const SeriesKey& key, const SeriesReadOptions& options
 
 Status Engine::ReadSuperseded(const SeriesKey& key, std::vector<SupersededPoint>* out) const {
   Series* series = FindSeries(key);
-  if (series == nullptr) return Status::NotFound("no metric '" + key.metric + "' in run '" + key.run + "'");
+  if (series == nullptr) return NoSuchSeries(key);
   std::shared_lock lock(series->mu);
   // A hidden point's generation: for a chunk a rewind cut, the generation it was sealed in; for a
   // superseded chunk, the generation its points belonged to.
@@ -215,13 +229,15 @@ Status Engine::ReadSuperseded(const SeriesKey& key, std::vector<SupersededPoint>
   for (const SupersededRun& run : series->superseded) {
     for (const Point& p : run.points) out->push_back({p, run.gen});
   }
-  std::stable_sort(out->begin(), out->end(), [](const SupersededPoint& a, const SupersededPoint& b) {
-    return a.point.step != b.point.step ? a.point.step < b.point.step : a.gen < b.gen;
-  });
+  std::stable_sort(
+      out->begin(), out->end(), [](const SupersededPoint& a, const SupersededPoint& b) {
+        return a.point.step != b.point.step ? a.point.step < b.point.step : a.gen < b.gen;
+      });
   return Status::Ok();
 }
 
-std::vector<MetricInfo> Engine::ListMetrics(const std::string& project, const std::string& run) const {
+std::vector<MetricInfo> Engine::ListMetrics(const std::string& project,
+                                            const std::string& run) const {
   std::vector<std::pair<std::string, Series*>> list;
   {
     std::shared_lock lock(runs_mu_);
@@ -265,7 +281,8 @@ std::vector<MetricInfo> Engine::ListMetrics(const std::string& project, const st
       }
       see(chunk.summary.first_step, hi, n);
     }
-    if (!series->head.empty()) see(series->head.front().step, series->head.back().step, series->head.size());
+    if (!series->head.empty())
+      see(series->head.front().step, series->head.back().step, series->head.size());
     out.push_back(std::move(info));
   }
   ListStepEntries(RunKey{project, run}, &out);
@@ -291,7 +308,8 @@ Result<std::string> Engine::ReadGraph(const std::string& project, const std::str
   {
     std::shared_lock lock(runs_mu_);
     auto it = runs_.find(RunKey{project, run});
-    if (it == runs_.end()) return Status::NotFound("no run '" + run + "' in project '" + project + "'");
+    if (it == runs_.end())
+      return Status::NotFound("no run '" + run + "' in project '" + project + "'");
     if (!it->second->info.has_graph) return Status::NotFound("run '" + run + "' has no graph");
   }
   return store_->runs().GetGraph(project, run);
@@ -341,7 +359,7 @@ std::vector<std::vector<std::pair<std::string, Point>>> Engine::LatestValues(
 
 Status Engine::ReadExtent(const SeriesKey& key, SeriesExtent* out) const {
   Series* series = FindSeries(key);
-  if (series == nullptr) return Status::NotFound("no metric '" + key.metric + "' in run '" + key.run + "'");
+  if (series == nullptr) return NoSuchSeries(key);
   std::shared_lock lock(series->mu);
   bool any = false;
   auto see = [&](int64_t first_step, int64_t last_step, double min_time, double max_time) {
@@ -353,17 +371,20 @@ Status Engine::ReadExtent(const SeriesKey& key, SeriesExtent* out) const {
   };
   for (const ChunkRef& chunk : series->chunks) {
     if (chunk.FullyHidden()) continue;
-    // A partly hidden chunk widens the extent a little; a bucket grid only needs to cover the points.
-    see(chunk.summary.first_step, chunk.summary.last_step, chunk.summary.min_time, chunk.summary.max_time);
+    // A partly hidden chunk widens the extent a little; a bucket grid only needs to cover the
+    // points.
+    see(chunk.summary.first_step, chunk.summary.last_step, chunk.summary.min_time,
+        chunk.summary.max_time);
   }
   for (const Point& p : series->head) see(p.step, p.step, p.time, p.time);
   if (!any) return Status::NotFound("metric '" + key.metric + "' has no points");
   return Status::Ok();
 }
 
-Status Engine::ScanSeries(const SeriesKey& key, bool block_summaries, SeriesScanner& scanner) const {
+Status Engine::ScanSeries(const SeriesKey& key, bool block_summaries,
+                          SeriesScanner& scanner) const {
   Series* series = FindSeries(key);
-  if (series == nullptr) return Status::NotFound("no metric '" + key.metric + "' in run '" + key.run + "'");
+  if (series == nullptr) return NoSuchSeries(key);
   std::shared_lock lock(series->mu);
   for (const ChunkRef& chunk : series->chunks) {
     if (chunk.FullyHidden()) continue;
@@ -372,7 +393,8 @@ Status Engine::ScanSeries(const SeriesKey& key, bool block_summaries, SeriesScan
     TW_ASSIGN_OR_RETURN(PointsPtr points, ChunkPoints(*series, chunk));
     const Point* base = points->data();
     const Point* visible_end =
-        base + (std::lower_bound(points->begin(), points->end(), Point{chunk.hidden_from_step, 0, 0}, StepLess) -
+        base + (std::lower_bound(points->begin(), points->end(),
+                                 Point{chunk.hidden_from_step, 0, 0}, StepLess) -
                 points->begin());
     BlocksPtr blocks;
     if (block_summaries) {
@@ -382,9 +404,11 @@ Status Engine::ScanSeries(const SeriesKey& key, bool block_summaries, SeriesScan
         cache_.PutBlocks(series->id(), chunk.chunk_no, blocks);
       }
     }
-    scanner.TakePoints(base, visible_end, blocks ? base : nullptr, blocks ? blocks->data() : nullptr);
+    scanner.TakePoints(base, visible_end, blocks ? base : nullptr,
+                       blocks ? blocks->data() : nullptr);
   }
-  scanner.TakePoints(series->head.data(), series->head.data() + series->head.size(), nullptr, nullptr);
+  scanner.TakePoints(series->head.data(), series->head.data() + series->head.size(), nullptr,
+                     nullptr);
   return Status::Ok();
 }
 
