@@ -66,5 +66,5 @@ if [ "$status" -ne 0 ]; then
   echo "check_thread_safety: FAILED in ${elapsed} s (${#objects[@]} files; full output: $log)"
   exit 1
 fi
-checked=$(grep -c '^\[' "$log")
+checked=$(grep -c 'Building CXX object' "$log")
 echo "check_thread_safety: ${#objects[@]} files, ${checked} parsed now (the rest unchanged), ${elapsed} s"
