@@ -1,7 +1,9 @@
 // Prometheus's HTTP query API under /prometheus/api/v1/ (docs/prometheus.md), for Grafana's
 // Prometheus data source and promtool: query, query_range, labels, label/<name>/values, series,
 // metadata and status/buildinfo, in Prometheus's envelope ({"status": "success", "data": ...} or
-// {"status": "error", "errorType", "error"}). Series are trainwatch's (prom/prom_source.h).
+// {"status": "error", "errorType", "error"}); and remote read (POST read: snappy-compressed
+// protobuf), through which a Prometheus server evaluates its alert rules over trainwatch's series.
+// Series are trainwatch's (prom/prom_source.h).
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -9,11 +11,14 @@
 #include <set>
 #include <string>
 
+#include <snappy.h>
+
 #include "api/http_target.h"
 #include "api/routes.h"
 #include "influx/influxql_conditions.h"
 #include "prom/prom_source.h"
 #include "prom/promql_parser.h"
+#include "prometheus/remote.pb.h"
 
 namespace trainwatch::api {
 namespace {
@@ -170,8 +175,71 @@ Result<std::vector<prom::Labels>> Matched(ApiContext& ctx, const HttpRequest& re
   return std::vector<prom::Labels>(out.begin(), out.end());
 }
 
+// The most a remote read request may inflate to (its queries are a few hundred bytes).
+constexpr size_t kMaxReadRequestBytes = 16 << 20;
+
+HttpResponse PlainError(int status, const std::string& message) {
+  HttpResponse r;
+  r.status = status;
+  r.content_type = "text/plain; charset=utf-8";
+  r.body = message + "\n";
+  return r;
+}
+
+// Remote read: every query's series with their samples in [start, end], as SAMPLES.
+void HandleRemoteRead(ApiContext& ctx, HttpRequest&& req, Responder respond) {
+  size_t length = 0;
+  std::string raw;
+  if (!snappy::GetUncompressedLength(req.body.data(), req.body.size(), &length) ||
+      length > kMaxReadRequestBytes ||
+      !snappy::Uncompress(req.body.data(), req.body.size(), &raw)) {
+    return respond(PlainError(400, "the body is not a snappy-compressed remote read request"));
+  }
+  prometheus::ReadRequest request;
+  if (!request.ParseFromString(raw))
+    return respond(PlainError(400, "the body is not a prometheus.ReadRequest"));
+  prom::QuerierSource source(ctx.querier, req.principal.projects);
+  prometheus::ReadResponse response;
+  for (const prometheus::Query& q : request.queries()) {
+    std::vector<prom::LabelMatcher> matchers;
+    for (const prometheus::LabelMatcher& m : q.matchers()) {
+      using Op = prom::LabelMatcher::Op;
+      const Op op = m.type() == prometheus::LabelMatcher::NEQ   ? Op::kNotEqual
+                    : m.type() == prometheus::LabelMatcher::RE  ? Op::kRegex
+                    : m.type() == prometheus::LabelMatcher::NRE ? Op::kNotRegex
+                                                                : Op::kEqual;
+      matchers.push_back({m.name(), op, m.value()});
+    }
+    Result<std::vector<prom::SeriesPoints>> series =
+        source.Select(matchers, q.start_timestamp_ms(), q.end_timestamp_ms());
+    if (!series.ok()) return respond(PlainError(400, series.status().message()));
+    prometheus::QueryResult* result = response.add_results();
+    for (const prom::SeriesPoints& s : *series) {
+      prometheus::TimeSeries* ts = result->add_timeseries();
+      for (const auto& [name, value] : s.labels) {
+        prometheus::Label* l = ts->add_labels();
+        l->set_name(name);
+        l->set_value(value);
+      }
+      for (const auto& [t, v] : s.points) {
+        prometheus::Sample* sample = ts->add_samples();
+        sample->set_timestamp(t);
+        sample->set_value(v);
+      }
+    }
+  }
+  HttpResponse r;
+  r.status = 200;
+  r.content_type = "application/x-protobuf";
+  r.headers.emplace_back("Content-Encoding", "snappy");
+  snappy::Compress(response.SerializeAsString().data(), response.ByteSizeLong(), &r.body);
+  respond(std::move(r));
+}
+
 void HandleRead(ApiContext& ctx, HttpRequest&& req, Responder respond) {
   const std::string what = req.path.substr(std::string(kPrefix).size());
+  if (what == "read" && req.method == "POST")
+    return HandleRemoteRead(ctx, std::move(req), std::move(respond));
   if (what == "query" || what == "query_range")
     return HandleQuery(ctx, std::move(req), std::move(respond), what == "query_range");
   if (what == "status/buildinfo") {
@@ -220,7 +288,7 @@ void HandleRead(ApiContext& ctx, HttpRequest&& req, Responder respond) {
 void RegisterPromRoutes(HttpServer& server, ApiContext& ctx) {
   RouteOptions read = RouteOptions::Scoped(auth::Scope::kRead, /*projects_in_body=*/true);
   read.offload = true;  // queries read the store
-  read.body_types = {"application/x-www-form-urlencoded", ""};
+  read.body_types = {"application/x-www-form-urlencoded", "application/x-protobuf", ""};
   for (const char* method : {"GET", "POST"}) {
     server.RoutePrefix(
         method, kPrefix,
