@@ -21,6 +21,12 @@
 namespace trainwatch::cluster {
 namespace {
 
+// Pauses between retries of what nats-server does on its own clock (a raft election, a key's TTL,
+// replication to the replica a read goes to): it offers no event to wait on.
+void PauseForNats(int ms) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));  // sleep-ok: nats-server's own clock
+}
+
 TEST(PartitionTest, StableAcrossVersionsAndSpread) {
   // Pinned: every node of a cluster, whatever its version, must route a run to the same
   // partition. Changing the hash needs a migration.
@@ -78,8 +84,7 @@ class NatsClusterTest : public ::testing::Test {
     for (int attempt = 0; attempt < 30; ++attempt) {
       s = js.EnsureStream(spec);
       if (s.ok() || s.code() == StatusCode::kInvalidArgument) return s;
-      std::this_thread::sleep_for(
-          std::chrono::milliseconds(500));  // sleep-ok: raft election on nats-server's clock
+      PauseForNats(500);
     }
     return s;
   }
@@ -89,8 +94,7 @@ class NatsClusterTest : public ::testing::Test {
     Result<std::unique_ptr<KeyValue>> kv = Status::Unavailable("not opened");
     for (int attempt = 0; attempt < 30 && !kv.ok(); ++attempt) {
       kv = js.OpenKeyValue(spec);
-      if (!kv.ok())
-        std::this_thread::sleep_for(std::chrono::milliseconds(500));  // sleep-ok: raft election
+      if (!kv.ok()) PauseForNats(500);
     }
     EXPECT_TRUE(kv.ok()) << kv.status().ToString();
     return kv.ok() ? std::move(*kv) : nullptr;
@@ -133,8 +137,7 @@ TEST_F(NatsClusterTest, KeyValueWritesAreCompareAndSet) {
   Result<std::unique_ptr<KeyValue>> kv = Status::Unavailable("not opened");
   for (int attempt = 0; attempt < 30 && !kv.ok(); ++attempt) {
     kv = js->OpenKeyValue({.bucket = "tw_cas", .replicas = 3});
-    if (!kv.ok())
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));  // sleep-ok: raft election
+    if (!kv.ok()) PauseForNats(500);
   }
   ASSERT_TRUE(kv.ok()) << kv.status().ToString();
   KeyValue& bucket = **kv;
@@ -161,8 +164,7 @@ std::string OwnerOnceSettled(PartitionLeases& leases, uint32_t p, const std::str
   for (int attempt = 0; attempt < 50; ++attempt) {
     owner = leases.Owner(p).value();
     if (owner == expected) break;
-    std::this_thread::sleep_for(
-        std::chrono::milliseconds(50));  // sleep-ok: replication on nats-server's clock
+    PauseForNats(50);
   }
   return owner;
 }
@@ -173,8 +175,7 @@ TEST_F(NatsClusterTest, LeaseIsHeldWhileRenewedAndTakenOverOnceExpired) {
   Result<std::unique_ptr<KeyValue>> kv = Status::Unavailable("not opened");
   for (int attempt = 0; attempt < 30 && !kv.ok(); ++attempt) {
     kv = js->OpenKeyValue({.bucket = "tw_leases_test", .replicas = 3, .ttl_ms = 1500});
-    if (!kv.ok())
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));  // sleep-ok: raft election
+    if (!kv.ok()) PauseForNats(500);
   }
   ASSERT_TRUE(kv.ok()) << kv.status().ToString();
   PartitionLeases a(kv->get(), "node-a");
@@ -191,9 +192,7 @@ TEST_F(NatsClusterTest, LeaseIsHeldWhileRenewedAndTakenOverOnceExpired) {
   for (int attempt = 0; attempt < 100 && !taken; ++attempt) {
     ASSERT_TRUE(b.Renew().value().empty()) << "node-b keeps renewing partition 1";
     taken = b.TryAcquire(0).value();
-    if (!taken)
-      std::this_thread::sleep_for(
-          std::chrono::milliseconds(200));  // sleep-ok: TTL on the server's clock
+    if (!taken) PauseForNats(200);
   }
   ASSERT_TRUE(taken) << "partition 0 never expired";
   EXPECT_EQ(OwnerOnceSettled(b, 0, "node-b"), "node-b");
@@ -223,8 +222,7 @@ TEST_F(NatsClusterTest, AcknowledgedPublishesSurviveTheLeadersDeathExactlyOnce) 
       auto ack = js->Publish("tw.failover.x", "payload " + id, id);
       if (ack.ok()) return true;
       EXPECT_EQ(ack.status().code(), StatusCode::kUnavailable) << ack.status().ToString();
-      std::this_thread::sleep_for(
-          std::chrono::milliseconds(100));  // sleep-ok: raft election on nats-server's clock
+      PauseForNats(100);
     }
     return false;
   };
@@ -250,8 +248,7 @@ TEST_F(NatsClusterTest, AcknowledgedPublishesSurviveTheLeadersDeathExactlyOnce) 
   for (int attempt = 0; attempt < 100; ++attempt) {
     state = (*rejoined)->GetStreamState("TW_FAILOVER");
     if (state.ok()) break;
-    std::this_thread::sleep_for(
-        std::chrono::milliseconds(100));  // sleep-ok: rejoining on nats-server's clock
+    PauseForNats(100);
   }
   ASSERT_TRUE(state.ok()) << state.status().ToString();
   EXPECT_EQ(state->messages, 200u);
@@ -328,8 +325,7 @@ TEST_F(NatsClusterTest, BalancersConvergeTakeOverAndHandBack) {
         settled = settled && holder.contains(p) && holder[p] == PreferredOwner(p, names);
       }
       if (settled) return;
-      std::this_thread::sleep_for(
-          std::chrono::milliseconds(100));  // sleep-ok: TTLs on nats-server's clock
+      PauseForNats(100);
     }
     FAIL() << "the balancers did not settle";
   };

@@ -387,12 +387,12 @@ def test_protobuf_semantic_errors(module_server):
 
 
 def test_unknown_endpoint_and_wrong_method(module_server):
-    for path in ("/api/v1/nope", "/api/v2/write", "/api/v1/write/extra"):  # "/" is the dashboard
+    for path in ("/api/v1/nope", "/api/v3/write", "/api/v1/write/extra"):  # "/" is the dashboard
         r = module_server.get(path)
         assert r.status == 404, (path, r)
         assert "error" in r.json()
     for method, path in (("GET", "/api/v1/write"), ("POST", "/healthz"), ("DELETE", "/api/v1/runs"),
-                         ("PUT", "/api/v1/write"), ("POST", "/api/v1/export")):
+                         ("PUT", "/api/v1/write"), ("POST", "/api/v1/export"), ("GET", "/api/v2/write")):
         r = http(method, module_server.url + path, body=b"" if method != "GET" else None)
         assert r.status == 405, (method, path, r)
         assert "error" in r.json()
