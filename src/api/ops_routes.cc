@@ -5,11 +5,19 @@
 namespace trainwatch::api {
 
 void RegisterOpsRoutes(HttpServer& server, ApiContext& ctx) {
-  // 503 once the write-ahead log has stopped (a write or sync failed: every write is refused).
+  // 503 "degraded" while the disk refuses writes: the write-ahead log has stopped (every write is
+  // refused until a retry succeeds) or the store refuses sealed chunks (writes go on; checkpoints
+  // wait). Both clear by themselves once space returns (docs/operations.md).
   server.Route("GET", "/healthz", [&ctx](HttpRequest&&, Responder respond) {
+    std::string reason;
     if (Status log = ctx.engine.LogHealth(); !log.ok()) {
-      std::string body = "{\"status\":\"unavailable\",\"reason\":";
-      AppendString(&body, "write-ahead log: " + log.ToString());
+      reason = "write-ahead log: " + log.ToString();
+    } else if (Status store = ctx.engine.StoreHealth(); !store.ok()) {
+      reason = "store: " + store.ToString();
+    }
+    if (!reason.empty()) {
+      std::string body = "{\"status\":\"degraded\",\"reason\":";
+      AppendString(&body, reason);
       respond(HttpResponse::Json(503, std::move(body) + "}\n"));
       return;
     }

@@ -7,14 +7,19 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 namespace trainwatch {
 namespace {
 
-// "<what> <path>: <strerror>", NotFound for ENOENT so callers can tell a missing file apart.
+// "<what> <path>: <strerror>", NotFound for ENOENT so callers can tell a missing file apart, and
+// ResourceExhausted for a full disk or quota (the server answers 507 and retries by itself).
 Status PosixError(std::string_view what, const std::string& path, int err) {
   std::string context = std::string(what) + " " + path;
   if (err == ENOENT) return Status::NotFound(context + ": no such file or directory");
+  if (err == ENOSPC || err == EDQUOT) {
+    return Status::ResourceExhausted(context + ": " + std::strerror(err));
+  }
   return Status::IoErrorFromErrno(context, err);
 }
 

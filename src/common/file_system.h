@@ -24,7 +24,8 @@ class WritableFile {
 };
 
 // Thread-safe. Failures name the path: NotFound where the path (or, for OpenAppendable, its
-// directory) does not exist, IoError with the OS's reason otherwise.
+// directory) does not exist, ResourceExhausted for a full disk (ENOSPC, EDQUOT), IoError with the
+// OS's reason otherwise.
 class FileSystem {
  public:
   virtual ~FileSystem() = default;

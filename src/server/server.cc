@@ -192,6 +192,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
         "create one with `trainwatch keys create`");
   }
   storage::wal::WalOptions wal_options;
+  wal_options.retry_clock = &p->clock;  // after a full disk or EIO, writing resumes by itself
   TW_ASSIGN_OR_RETURN(auto wal, storage::wal::WalLog::Open(PosixFileSystem(), config.data_dir + "/wal", wal_options));
   RegisterWalMetrics(*wal, p->metrics);
   TW_ASSIGN_OR_RETURN(auto store, storage::ChunkStore::Open(config.data_dir + "/store"));

@@ -371,6 +371,41 @@ Status Engine::PersistCheckpoint(uint64_t lsn,
   return store_->checkpoint().Put(lsn + 1);  // synced: the writer sequences with it
 }
 
+Status Engine::CheckWriterFence(const v1::WriteRequest& request) const {
+  if (request.writer_id().empty()) return Status::Ok();
+  std::lock_guard lock(fences_mu_);
+  auto it = fences_.find(request.writer_id());
+  if (it == fences_.end() || request.sequence() <= it->second) return Status::Ok();
+  return Status::Unavailable("batch " + std::to_string(it->second) + " of writer " +
+                             request.writer_id() +
+                             " was refused (disk full or failing); resend it before later ones");
+}
+
+Status Engine::RefuseWrite(const v1::WriteRequest& request, const Status& log_error) {
+  const bool disk = log_error.code() == StatusCode::kResourceExhausted ||
+                    log_error.code() == StatusCode::kIoError;
+  if (disk && !request.writer_id().empty()) {
+    std::lock_guard lock(fences_mu_);
+    auto [it, inserted] = fences_.try_emplace(request.writer_id(), request.sequence());
+    if (!inserted) it->second = std::min(it->second, request.sequence());
+  }
+  if (log_error.code() == StatusCode::kResourceExhausted) {
+    return log_error.WithContext("disk full; the write was not stored, resend it");
+  }
+  if (log_error.code() == StatusCode::kIoError) {
+    return Status::Unavailable("storage I/O error; the write was not stored, resend it: " +
+                               log_error.message());
+  }
+  return log_error;
+}
+
+void Engine::LiftWriterFence(const v1::WriteRequest& request) {
+  if (request.writer_id().empty()) return;
+  std::lock_guard lock(fences_mu_);
+  auto it = fences_.find(request.writer_id());
+  if (it != fences_.end() && request.sequence() <= it->second) fences_.erase(it);
+}
+
 Status Engine::Close() {
   if (closed_.exchange(true)) return Status::Ok();
   log_->Close();

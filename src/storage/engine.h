@@ -248,6 +248,18 @@ class Engine {
   void EnsureLoadedRun(const RunKey& key);
   Status Replay();
 
+  // --- refused writes (engine.cc) ---
+  // A writer whose batch the log refused (a full or failing disk) may already have sent later
+  // ones; the dedup keeps one sequence per writer, so a later batch applied first would make the
+  // refused one look like a duplicate when it is resent, and it would be lost. Until the refused
+  // batch (or an earlier one) gets in, that writer's later batches are refused (Unavailable).
+  Status CheckWriterFence(const v1::WriteRequest& request) const;
+  // Fences the writer at the request's sequence and says why the write was refused: a full disk
+  // stays ResourceExhausted (HTTP 507), an I/O error becomes Unavailable (503): both retryable.
+  Status RefuseWrite(const v1::WriteRequest& request, const Status& log_error);
+  // The request got into the log: lifts its writer's fence if it was the refused batch.
+  void LiftWriterFence(const v1::WriteRequest& request);
+
   // --- write path (engine_apply.cc) ---
   WriteOutcome ApplyRecord(uint64_t lsn, const v1::WriteRequest& request);
   void ApplyRunBatch(uint64_t lsn, const v1::RunBatch& batch, WriteOutcome* outcome,
@@ -364,6 +376,9 @@ class Engine {
   mutable std::mutex writers_mu_;
   std::unordered_map<std::string, uint64_t> writers_;  // GUARDED_BY(writers_mu_)
   std::unordered_set<std::string> dirty_writers_;     // GUARDED_BY(writers_mu_): changed since the last checkpoint
+
+  mutable std::mutex fences_mu_;
+  std::unordered_map<std::string, uint64_t> fences_;  // GUARDED_BY(fences_mu_): writer -> refused sequence
 
   std::mutex listener_mu_;
   CommitListener listener_;  // GUARDED_BY(listener_mu_)

@@ -30,6 +30,10 @@ void Engine::Write(v1::WriteRequest request, WriteCallback done) {
     done(Status::Ok(), outcome);
     return;
   }
+  if (Status fenced = CheckWriterFence(request); !fenced.ok()) {
+    done(fenced, WriteOutcome{});
+    return;
+  }
   std::string record(1, kWriteRecordType);
   request.AppendToString(&record);
   auto shared = std::make_shared<v1::WriteRequest>(std::move(request));
@@ -37,9 +41,11 @@ void Engine::Write(v1::WriteRequest request, WriteCallback done) {
   log_->Append(std::move(record), [this, shared, bytes, done = std::move(done)](
                                       const Status& status, uint64_t lsn) {
     if (!status.ok()) {
-      done(status.WithContext("appending to the write-ahead log"), WriteOutcome{});
+      done(RefuseWrite(*shared, status.WithContext("appending to the write-ahead log")),
+           WriteOutcome{});
       return;
     }
+    LiftWriterFence(*shared);
     WriteOutcome outcome;
     {
       std::lock_guard lock(apply_mu_);

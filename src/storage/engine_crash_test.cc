@@ -12,6 +12,7 @@
 
 #include <condition_variable>
 #include <cstdio>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -232,6 +233,160 @@ TEST_F(EngineCrashTest, NoAcknowledgedPointIsLostOrDoubledOverManyLifetimes) {
               static_cast<unsigned long long>(history.checkpoints),
               static_cast<unsigned long long>(history.crashes_mid_write),
               static_cast<unsigned long long>(history.lost_unacknowledged));
+}
+
+}  // namespace
+}  // namespace trainwatch::storage
+
+namespace trainwatch::storage {
+namespace {
+
+// ENOSPC and EIO under the engine: the write-ahead log (refused with a clear code, resumes on the
+// clock once the disk takes writes again) and the store (seals retried, checkpoints refused
+// meanwhile); nothing acknowledged is lost, nothing doubled, no restart needed.
+class EngineDiskFaultTest : public ::testing::Test {
+ public:
+  EngineDiskFaultTest()
+      : wal_fs_(PosixFileSystem()),
+        rocks_fs_(std::make_shared<test::FaultInjectionRocksFs>()),
+        rocks_env_(rocksdb::NewCompositeEnv(rocks_fs_)) {}
+
+  void Open() {
+    engine_.reset();
+    wal::WalOptions wal_options;
+    wal_options.retry_clock = &clock_;
+    wal_options.retry_seconds = 1;
+    auto wal = wal::WalLog::Open(wal_fs_, dir_.Join("wal"), wal_options);
+    ASSERT_TRUE(wal.ok()) << wal.status().ToString();
+    ChunkStoreOptions store_options;
+    store_options.env = rocks_env_.get();
+    auto store = ChunkStore::Open(dir_.Join("store"), store_options);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    EngineOptions options;
+    options.chunk_points = 8;
+    options.checkpoint_interval_seconds = 1e9;
+    options.store_retry_seconds = 1;
+    auto engine = Engine::Open(options, std::move(wal).value(), std::move(store).value(), clock_,
+                               logger_, metrics_);
+    ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+    engine_ = std::move(engine).value();
+  }
+
+  Status Write(uint64_t seq) {
+    std::promise<Status> done;
+    engine_->Write(Batch(seq), [&](const Status& s, const WriteOutcome&) { done.set_value(s); });
+    return done.get_future().get();
+  }
+
+  // Every step of batches [1, last] once, with its value, in every metric.
+  void ExpectBatches(uint64_t last) {
+    for (int m = 0; m < kMetrics; ++m) {
+      std::vector<Point> points;
+      Status s = engine_->ReadSeries({"p", "r", MetricName(m)}, {}, &points);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      ASSERT_EQ(points.size(), last * kStepsPerBatch) << MetricName(m);
+      for (size_t i = 0; i < points.size(); ++i) {
+        EXPECT_EQ(points[i].step, static_cast<int64_t>(i));
+        EXPECT_EQ(points[i].value, ValueAt(m, points[i].step));
+      }
+    }
+  }
+
+  trainwatch::test::TempDir dir_;
+  trainwatch::test::FaultInjectionFileSystem wal_fs_;
+  std::shared_ptr<test::FaultInjectionRocksFs> rocks_fs_;
+  std::unique_ptr<rocksdb::Env> rocks_env_;
+  ManualClock clock_;
+  Logger logger_{LogLevel::kError};
+  MetricsRegistry metrics_;
+  std::unique_ptr<Engine> engine_;
+};
+
+// The log's disk fills (ENOSPC) or fails (EIO): the write is refused (507 / 503 codes), the
+// writer's later batches are held back until the refused one is resent, and writing resumes on
+// the clock once the disk is back.
+TEST_F(EngineDiskFaultTest, LogFullDiskRefusesWithResourceExhaustedAndResumes) {
+  Open();
+  ASSERT_TRUE(Write(1).ok());
+  wal_fs_.SetWriteError(Status::ResourceExhausted("injected ENOSPC"));
+  Status refused = Write(2);
+  EXPECT_EQ(refused.code(), StatusCode::kResourceExhausted) << refused.ToString();
+  EXPECT_EQ(engine_->LogHealth().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(Write(3).code(), StatusCode::kUnavailable);  // held back behind batch 2
+
+  wal_fs_.SetWriteError(Status::Ok());  // space comes back
+  clock_.AwaitWaiters(2);               // the log's retry and the checkpointer
+  clock_.Advance(1);
+  clock_.AwaitWaiters(2);
+  EXPECT_TRUE(engine_->LogHealth().ok()) << engine_->LogHealth().ToString();
+  Status fenced = Write(3);  // batch 2 first
+  EXPECT_EQ(fenced.code(), StatusCode::kUnavailable) << fenced.ToString();
+  ASSERT_TRUE(Write(2).ok());
+  ASSERT_TRUE(Write(3).ok());
+  ExpectBatches(3);
+  Open();  // a restart recovers the same, from the log's abandoned and fresh segments
+  ExpectBatches(3);
+}
+
+TEST_F(EngineDiskFaultTest, LogIoErrorRefusesWithUnavailableAndResumes) {
+  Open();
+  ASSERT_TRUE(Write(1).ok());
+  wal_fs_.SetWriteError(Status::IoError("injected EIO"));
+  Status refused = Write(2);
+  EXPECT_EQ(refused.code(), StatusCode::kUnavailable) << refused.ToString();
+  EXPECT_EQ(engine_->LogHealth().code(), StatusCode::kIoError);
+  wal_fs_.SetWriteError(Status::Ok());
+  clock_.AwaitWaiters(2);
+  clock_.Advance(1);
+  clock_.AwaitWaiters(2);
+  ASSERT_TRUE(Write(2).ok());
+  ASSERT_TRUE(Write(3).ok());
+  ExpectBatches(3);
+  Open();
+  ExpectBatches(3);
+}
+
+// The store's disk fills or fails: writes still go to the log and memory (acknowledged), the
+// sealer keeps the refused seal and retries it on the clock, checkpoints are refused (the log
+// keeps everything) and StoreHealth says why. RocksDB cannot resume in the same process after a
+// failed write of its own log (Resume() returns the error again), so the store comes back with
+// the next start: the log's replay then rebuilds what the store missed, and every point is there.
+void StoreFaultThenRestart(EngineDiskFaultTest& t, rocksdb::IOStatus injected, StatusCode code) {
+  t.Open();
+  uint64_t seq = 0;
+  for (; seq < 2; ++seq) ASSERT_TRUE(t.Write(seq + 1).ok());
+  ASSERT_TRUE(t.engine_->Checkpoint().ok());
+  t.rocks_fs_->SetWriteError(injected);
+  for (; seq < 6; ++seq) ASSERT_TRUE(t.Write(seq + 1).ok()) << "the log still takes writes";
+  Status checkpoint = t.engine_->Checkpoint();
+  EXPECT_EQ(checkpoint.code(), code) << checkpoint.ToString();
+  EXPECT_EQ(t.engine_->StoreHealth().code(), code) << t.engine_->StoreHealth().ToString();
+  EXPECT_GT(t.rocks_fs_->RefusedWrites(), 0u);
+  t.ExpectBatches(seq);  // reads are served from memory meanwhile
+
+  t.rocks_fs_->SetWriteError(rocksdb::IOStatus::OK());
+  t.clock_.AwaitWaiters(3);  // the sealer's retry, the log's writer and the checkpointer
+  t.clock_.Advance(1);       // a retry: RocksDB still refuses to resume
+  t.clock_.AwaitWaiters(3);
+  EXPECT_FALSE(t.engine_->StoreHealth().ok());
+  t.Open();  // the restart
+  t.ExpectBatches(seq);
+  EXPECT_TRUE(t.engine_->StoreHealth().ok());
+  Status after = t.engine_->Checkpoint();
+  EXPECT_TRUE(after.ok()) << after.ToString();
+  for (; seq < 8; ++seq) ASSERT_TRUE(t.Write(seq + 1).ok());
+  t.ExpectBatches(seq);
+  t.Open();
+  t.ExpectBatches(seq);
+}
+
+TEST_F(EngineDiskFaultTest, StoreFullDiskHoldsCheckpointsAndARestartRecoversEverything) {
+  StoreFaultThenRestart(*this, rocksdb::IOStatus::NoSpace("injected ENOSPC"),
+                        StatusCode::kResourceExhausted);
+}
+
+TEST_F(EngineDiskFaultTest, StoreIoErrorHoldsCheckpointsAndARestartRecoversEverything) {
+  StoreFaultThenRestart(*this, rocksdb::IOStatus::IOError("injected EIO"), StatusCode::kIoError);
 }
 
 }  // namespace

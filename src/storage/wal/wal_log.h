@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/file_system.h"
 #include "common/status.h"
 #include "storage/log.h"
@@ -35,6 +36,12 @@ struct WalOptions {
   // Larger records are refused (InvalidArgument). At most kMaxRecordBytes (1 GiB), the format's
   // limit.
   uint64_t max_record_bytes = uint64_t{1} << 30;
+  // After a write or sync failure (a full disk, EIO) the log refuses appends; with a clock it
+  // tries to start afresh every retry_seconds on that clock (see the class comment) and takes
+  // appends again once that succeeds. Without one it stays stopped until reopened. Must outlive
+  // the log.
+  const Clock* retry_clock = nullptr;
+  double retry_seconds = 1;
 };
 
 // Counters for metrics; a snapshot taken by WalLog::Stats().
@@ -46,6 +53,7 @@ struct WalStats {
   uint64_t bytes_written = 0;       // bytes written to segments, headers and framing included
   uint64_t payload_bytes = 0;       // payload bytes of the records made durable
   uint64_t backpressure_waits = 0;  // Append calls that blocked on max_queue_bytes
+  uint64_t restarts = 0;            // fresh segments started after a failure
   uint64_t queued_bytes = 0;        // gauge: payload bytes appended and not yet durable
   uint64_t segments = 0;            // gauge: segment files
   uint64_t disk_bytes = 0;          // gauge: bytes of all segment files
@@ -56,12 +64,17 @@ struct WalStats {
 // (group commit), then runs the callbacks in LSN order, one at a time. While it syncs, new appends
 // queue for the next group.
 //
-// Failure model: an I/O error while writing or syncing fails every callback of that group and
-// stops the log for good ("fail-stop"): later appends fail with that error. After a failed fsync
-// the kernel may have dropped the dirty pages and cleared the error, so the file's contents are
-// unknown and a retried fsync could report success for data that is gone; the only safe recovery
-// is to restart and recover from what is on disk. Health() returns the error for the server to
-// report.
+// Failure model: an I/O error while writing or syncing fails every callback of that group and of
+// every record queued behind it, and stops the log: later appends fail at once with that error
+// (ResourceExhausted for a full disk). After a failed fsync the kernel may have dropped the dirty
+// pages and cleared the error, so the failed segment's unsynced tail is unknown and a retried
+// fsync could report success for data that is gone: the log never writes to that segment again.
+// With WalOptions::retry_clock it instead starts a fresh segment, named after the next LSN, every
+// retry_seconds while stopped (file, header, fdatasync, directory fsync; a failed attempt's file
+// is removed); once one succeeds appends are taken again. The LSNs of the failed records are not
+// reused: replay reports their gap, and the abandoned segment's torn tail, as damage it skipped
+// (a failed record whose bytes did reach the disk may be replayed: a refused write's outcome is
+// unknown, as with any database). Health() returns the error while stopped.
 //
 // Callbacks run on the writer thread: they should be quick, and may call Append (which then never
 // blocks on backpressure) and Close (which then returns without waiting), but must not destroy
@@ -141,6 +154,12 @@ class WalLog final : public Log {
   // Syncs and closes the active segment, if any, and starts one whose first record is `lsn`.
   // Writer thread only.
   Status StartSegment(uint64_t lsn, WalStats* delta);
+  // After a failure: abandons the active segment and starts a fresh, empty one named after the
+  // next LSN, synced with its directory entry. Writer thread, holding write_mu_, queue empty.
+  Status StartAfresh();
+  // Waits for work (through the retry clock when there is one); while stopped, for at most
+  // retry_seconds. Returns true when it is time to try StartAfresh. `lock` holds mu_.
+  bool WaitForWork(std::unique_lock<std::mutex>& lock);
   // Fsyncs the directory if a segment was created since it was last synced. Writer thread only.
   Status SyncDirIfNeeded(WalStats* delta);
   // TruncateBefore's roll: if every record written has LSN < lsn and the last segment holds any,

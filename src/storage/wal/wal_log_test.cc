@@ -676,3 +676,56 @@ TEST_F(WalLogTest, WriteErrorFailsTheGroupAndStopsTheLog) {
 
 }  // namespace
 }  // namespace trainwatch::storage::wal
+
+namespace trainwatch::storage::wal {
+namespace {
+
+// A full disk with a retry clock: the failed record and appends while stopped are refused with
+// ResourceExhausted; attempts to start afresh fail while the disk is full and succeed once it is
+// not, and the log takes appends again without a restart. Replay holds every acknowledged record.
+TEST(WalLogRetryTest, AFullDiskStopsTheLogUntilARetryOnTheClockSucceeds) {
+  test::TempDir dir;
+  test::FaultInjectionFileSystem fault(PosixFileSystem());
+  ManualClock clock;
+  WalOptions options;
+  options.retry_clock = &clock;
+  options.retry_seconds = 1;
+  auto opened = WalLog::Open(fault, dir.path(), options);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  WalLog& log = **opened;
+  AppendAll(log, {"ok"});
+
+  fault.SetWriteError(Status::ResourceExhausted("injected ENOSPC"));
+  CallbackLog callbacks;
+  log.Append("doomed", callbacks.Callback());
+  EXPECT_EQ(callbacks.WaitFor(1)[0].first.code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(log.Health().code(), StatusCode::kResourceExhausted);
+  log.Append("refused while stopped", callbacks.Callback());
+  auto refused = callbacks.WaitFor(2);
+  EXPECT_EQ(refused[1].first.code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(refused[1].second, 0u);
+
+  clock.AwaitWaiters(1);
+  clock.Advance(1);  // a retry while the disk is still full fails
+  clock.AwaitWaiters(1);
+  EXPECT_EQ(log.Stats().restarts, 0u);
+  EXPECT_EQ(log.Health().code(), StatusCode::kResourceExhausted);
+
+  fault.SetWriteError(Status::Ok());  // space comes back
+  clock.Advance(1);
+  clock.AwaitWaiters(1);
+  EXPECT_EQ(log.Stats().restarts, 1u);
+  EXPECT_TRUE(log.Health().ok()) << log.Health().ToString();
+  EXPECT_EQ(AppendAll(log, {"after"}), std::vector<uint64_t>{3});
+  opened->reset();
+
+  auto reopened = WalLog::Open(PosixFileSystem(), dir.path());
+  ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
+  Replayed r = ReplayAll(**reopened);
+  EXPECT_THAT(r.records, ElementsAre(Rec(1, "ok"), Rec(3, "after")));
+  EXPECT_EQ(r.stats.corrupt_records, 0u) << r.stats.report;
+  EXPECT_EQ((*reopened)->NextLsn(), 4u);
+}
+
+}  // namespace
+}  // namespace trainwatch::storage::wal
