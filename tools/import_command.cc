@@ -4,10 +4,10 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "common/duration.h"
+#include "common/mutex.h"
 #include "import_export_http.h"
 #include "import_logdir.h"
 #include "import_options.h"
@@ -108,11 +108,11 @@ int ImportCommand(const std::vector<std::string>& args) {
   Messages messages(!json_out);
   std::atomic<uint64_t> rejected_warnings{0};
   std::atomic<uint64_t> dropped_warnings{0};
-  std::mutex warn_mu;
+  Mutex stderr_mu;  // one warning line at a time
   auto on_warning = [&](WarningKind kind, const std::string& w) {
     if (kind == WarningKind::kPointsRejected) ++rejected_warnings;
     if (kind == WarningKind::kPointsDropped) ++dropped_warnings;
-    std::lock_guard lock(warn_mu);
+    MutexLock lock(stderr_mu);
     std::fprintf(stderr, "trainwatch import: %s\n", w.c_str());
   };
   const auto t0 = std::chrono::steady_clock::now();

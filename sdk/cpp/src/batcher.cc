@@ -15,10 +15,11 @@ void ClientCore::BatcherLoop() {
     bool flushing;
     bool stopping;
     {
-      std::unique_lock lock(control_mu_);
-      control_cv_.wait_for(lock, std::chrono::duration<double>(poll), [&] {
-        return batcher_stop_ || flush_requested_ > flush_done_ || !control_.empty();
-      });
+      MutexLock lock(control_mu_);
+      control_cv_.wait_for(
+          lock.native(), std::chrono::duration<double>(poll), [&]() TW_REQUIRES(control_mu_) {
+            return batcher_stop_ || flush_requested_ > flush_done_ || !control_.empty();
+          });
       control.swap(control_);
       flush_target = flush_requested_;
       flushing = flush_requested_ > flush_done_;
@@ -26,8 +27,9 @@ void ClientCore::BatcherLoop() {
     }
     // Points logged before a finish (or a flush) must go out with it or before it: drain what the
     // buffer holds now (not what keeps arriving, or a busy producer would keep us here forever).
-    bool drain_all = stopping || flushing ||
-                     std::any_of(control.begin(), control.end(), [](const auto& c) { return c.second; });
+    bool drain_all =
+        stopping || flushing ||
+        std::any_of(control.begin(), control.end(), [](const auto& c) { return c.second; });
     Record record;
     size_t budget = drain_all ? queue_.SizeApprox() : queue_.capacity();
     while (budget-- > 0 && queue_.TryPop(&record)) {
@@ -43,12 +45,12 @@ void ClientCore::BatcherLoop() {
       if (builder_.run_batch_bytes() >= options_.batch_max_bytes) Cut();
     }
     const double now = MonotonicNow();
-    if (!builder_.empty() &&
-        (flushing || stopping || has_control || now - pending_since_ >= options_.batch_max_delay_seconds)) {
+    if (!builder_.empty() && (flushing || stopping || has_control ||
+                              now - pending_since_ >= options_.batch_max_delay_seconds)) {
       Cut();
     }
     if (flushing) {
-      std::lock_guard lock(control_mu_);
+      MutexLock lock(control_mu_);
       flush_done_ = flush_target;
       control_cv_.notify_all();
     }
@@ -68,7 +70,8 @@ void ClientCore::Cut() {
   const uint32_t points = static_cast<uint32_t>(builder_.points());
   builder_.TakeInto(&request);
   pending_since_ = 0;
-  OutboxBatch batch{request.sequence(), points, std::make_shared<const std::string>(request.SerializeAsString())};
+  OutboxBatch batch{request.sequence(), points,
+                    std::make_shared<const std::string>(request.SerializeAsString())};
   const bool to_spool = options_.mode == Mode::kOffline || !connected_.load();
   for (;;) {
     bool spooled = false;
@@ -76,8 +79,9 @@ void ClientCore::Cut() {
     Status s = outbox_->Push(batch, to_spool, &spooled, &dropped);
     if (dropped > 0) {
       points_dropped_.fetch_add(dropped);
-      Warn(WarningKind::kPointsDropped, "the spool is full (" + std::to_string(options_.spool_max_bytes) + " bytes): dropped its oldest " +
-           std::to_string(dropped) + " points");
+      Warn(WarningKind::kPointsDropped,
+           "the spool is full (" + std::to_string(options_.spool_max_bytes) +
+               " bytes): dropped its oldest " + std::to_string(dropped) + " points");
     }
     if (s.ok()) {
       if (spooled) {
@@ -86,22 +90,25 @@ void ClientCore::Cut() {
       }
       break;
     }
-    if (options_.overflow == OverflowPolicy::kBlock && s.code() == StatusCode::kResourceExhausted && !closed()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // wait for the sender to make room
+    if (options_.overflow == OverflowPolicy::kBlock && s.code() == StatusCode::kResourceExhausted &&
+        !closed()) {
+      std::this_thread::sleep_for(
+          std::chrono::milliseconds(50));  // wait for the sender to make room
       continue;
     }
     points_dropped_.fetch_add(points);
-    Warn(WarningKind::kPointsDropped, "dropped a batch of " + std::to_string(points) + " points: " + s.ToString());
+    Warn(WarningKind::kPointsDropped,
+         "dropped a batch of " + std::to_string(points) + " points: " + s.ToString());
     break;
   }
-  std::lock_guard lock(sender_mu_);
+  MutexLock lock(sender_mu_);
   sender_cv_.notify_all();
 }
 
 void ClientCore::QueueHeartbeat() {
   v1::WriteRequest request;
   {
-    std::lock_guard lock(control_mu_);
+    MutexLock lock(control_mu_);
     for (const auto& run : runs_) {
       if (run->finished.load() || !run->handle_alive.load()) continue;
       v1::RunBatch* batch = request.add_runs();
@@ -111,13 +118,13 @@ void ClientCore::QueueHeartbeat() {
     }
   }
   if (request.runs_size() == 0) return;
-  std::lock_guard lock(sender_mu_);
+  MutexLock lock(sender_mu_);
   heartbeat_ = request.SerializeAsString();  // a newer heartbeat replaces one not yet sent
   sender_cv_.notify_all();
 }
 
 void ClientCore::CheckStuck() {
-  std::lock_guard lock(sender_mu_);
+  MutexLock lock(sender_mu_);
   if (!connection_ || in_flight_.empty()) return;
   if (MonotonicNow() - in_flight_.front().sent_at < options_.ack_timeout_seconds) return;
   last_error_ = "no acknowledgement for " + std::to_string(options_.ack_timeout_seconds) + " s";

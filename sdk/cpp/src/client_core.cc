@@ -21,7 +21,8 @@ std::string DefaultSpoolRoot() {
   if (const char* cache = std::getenv("XDG_CACHE_HOME"); cache && *cache) {
     return std::string(cache) + "/trainwatch/spool";
   }
-  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/trainwatch/spool";
+  if (const char* home = std::getenv("HOME"); home && *home)
+    return std::string(home) + "/.cache/trainwatch/spool";
   return "/tmp/trainwatch-spool-" + std::to_string(::getuid());
 }
 
@@ -54,20 +55,25 @@ ClientCore::ClientCore(ClientOptions options, std::string writer_id)
 
 std::shared_ptr<ClientCore> ClientCore::Create(ClientOptions options) {
   std::shared_ptr<ClientCore> core(new ClientCore(std::move(options), RandomWriterId()));
-  std::string root = core->options_.spool_dir.empty() ? DefaultSpoolRoot() : core->options_.spool_dir;
+  std::string root =
+      core->options_.spool_dir.empty() ? DefaultSpoolRoot() : core->options_.spool_dir;
   Status s = core->OpenSpoolDir(root + "/" + core->writer_id_);
   if (!s.ok() && core->options_.spool_dir.empty()) {
-    s = core->OpenSpoolDir("/tmp/trainwatch-spool-" + std::to_string(::getuid()) + "/" + core->writer_id_);
+    s = core->OpenSpoolDir("/tmp/trainwatch-spool-" + std::to_string(::getuid()) + "/" +
+                           core->writer_id_);
   }
   if (!s.ok()) {
-    core->Warn(WarningKind::kSpool, "no spool directory (" + s.ToString() + "): while the server is away, batches are " +
-               "kept in memory only, up to " + std::to_string(core->options_.memory_max_bytes) + " bytes");
+    core->Warn(WarningKind::kSpool, "no spool directory (" + s.ToString() +
+                                        "): while the server is away, batches are " +
+                                        "kept in memory only, up to " +
+                                        std::to_string(core->options_.memory_max_bytes) + " bytes");
   }
   core->Start();
   return core;
 }
 
-Result<std::shared_ptr<ClientCore>> ClientCore::OpenSpool(ClientOptions options, const std::string& writer_dir) {
+Result<std::shared_ptr<ClientCore>> ClientCore::OpenSpool(ClientOptions options,
+                                                          const std::string& writer_dir) {
   std::string dir = writer_dir;
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   std::string writer = dir.substr(dir.rfind('/') + 1);
@@ -89,6 +95,7 @@ Status ClientCore::OpenSpoolDir(const std::string& dir) {
 }
 
 void ClientCore::Start() {
+  MutexLock lock(close_mu_);
   outbox_ = std::make_unique<Outbox>(spool_.get(), options_.memory_max_bytes);
   batcher_ = std::thread([this] { BatcherLoop(); });
   if (options_.mode == Mode::kOnline) sender_ = std::thread([this] { SenderLoop(); });
@@ -106,7 +113,8 @@ void ClientCore::Enqueue(const Record& record) {
     case OverflowPolicy::kDropOldest: {
       Record oldest;
       while (!queue_.TryPush(record)) {
-        if (queue_.TryPop(&oldest)) points_dropped_.fetch_add(oldest.count, std::memory_order_relaxed);
+        if (queue_.TryPop(&oldest))
+          points_dropped_.fetch_add(oldest.count, std::memory_order_relaxed);
       }
       points_logged_.fetch_add(record.count, std::memory_order_relaxed);
       break;
@@ -124,23 +132,24 @@ void ClientCore::Enqueue(const Record& record) {
       return;
   }
   {
-    std::lock_guard lock(warn_mu_);
+    MutexLock lock(warn_mu_);
     double now = MonotonicNow();
     if (now - last_drop_warning_ < 10) return;
     last_drop_warning_ = now;
   }
   Warn(WarningKind::kPointsDropped, "the log buffer is full (" + std::to_string(queue_.capacity()) +
-       " records): points are being dropped (" + std::to_string(points_dropped_.load()) + " so far)");
+                                        " records): points are being dropped (" +
+                                        std::to_string(points_dropped_.load()) + " so far)");
 }
 
 void ClientCore::AddRunBatch(v1::RunBatch batch, bool after_rows) {
   if (closed()) return;
-  std::lock_guard lock(control_mu_);
+  MutexLock lock(control_mu_);
   control_.emplace_back(std::move(batch), after_rows);
 }
 
 void ClientCore::RegisterRun(std::shared_ptr<RunState> run) {
-  std::lock_guard lock(control_mu_);
+  MutexLock lock(control_mu_);
   runs_.push_back(std::move(run));
 }
 
@@ -156,40 +165,42 @@ bool ClientCore::Flush(double timeout_seconds, bool give_up_when_unreachable) {
   auto deadline = std::chrono::steady_clock::now() +
                   std::chrono::microseconds(static_cast<int64_t>(timeout_seconds * 1e6));
   {
-    std::unique_lock lock(control_mu_);
+    MutexLock lock(control_mu_);
     if (batcher_stop_) return outbox_->Empty();
     uint64_t target = ++flush_requested_;
     control_cv_.notify_all();
-    if (!control_cv_.wait_until(lock, deadline, [&] { return flush_done_ >= target || batcher_stop_; })) {
+    if (!control_cv_.wait_until(lock.native(), deadline, [&]() TW_REQUIRES(control_mu_) {
+          return flush_done_ >= target || batcher_stop_;
+        })) {
       return false;
     }
   }
   if (options_.mode == Mode::kOffline) return true;
-  std::unique_lock lock(sender_mu_);
+  MutexLock lock(sender_mu_);
   const uint64_t failures_before = connect_failures_;
   if (give_up_when_unreachable && !connected_.load()) retry_now_ = true;  // try once more, now
   sender_cv_.notify_all();
-  return acked_cv_.wait_until(lock, deadline, [&] {
-           return outbox_->Empty() || sender_stop_ ||
-                  (give_up_when_unreachable && !connected_.load() && connect_failures_ > failures_before);
-         }) &&
-         outbox_->Empty();
+  return acked_cv_.wait_until(lock.native(), deadline, [&]() TW_REQUIRES(sender_mu_) {
+    return outbox_->Empty() || sender_stop_ ||
+           (give_up_when_unreachable && !connected_.load() && connect_failures_ > failures_before);
+  }) && outbox_->Empty();
 }
 
 void ClientCore::Close() {
-  std::lock_guard close_lock(close_mu_);
+  MutexLock close_lock(close_mu_);
   if (!batcher_.joinable() && !sender_.joinable()) return;  // closed before
   // The server may be away: then one more connection attempt decides, not the whole timeout.
-  if (options_.mode == Mode::kOnline) Flush(options_.flush_timeout_seconds, /*give_up_when_unreachable=*/true);
+  if (options_.mode == Mode::kOnline)
+    Flush(options_.flush_timeout_seconds, /*give_up_when_unreachable=*/true);
   closed_.store(true);
   {
-    std::lock_guard lock(control_mu_);
+    MutexLock lock(control_mu_);
     batcher_stop_ = true;
   }
   control_cv_.notify_all();
   if (batcher_.joinable()) batcher_.join();
   {
-    std::lock_guard lock(sender_mu_);
+    MutexLock lock(sender_mu_);
     sender_stop_ = true;
     if (connection_) connection_->Cancel();
   }
@@ -204,8 +215,9 @@ void ClientCore::Close() {
   s = spool_->Close();
   if (!s.ok()) Warn(WarningKind::kSpool, "closing the spool: " + s.ToString());
   if (left && options_.mode == Mode::kOnline) {
-    Warn(WarningKind::kLeftInSpool, "not everything reached the server before exit; it is kept in " + dir +
-         " — upload it with: trainwatch sync " + dir);
+    Warn(WarningKind::kLeftInSpool,
+         "not everything reached the server before exit; it is kept in " + dir +
+             " — upload it with: trainwatch sync " + dir);
   }
 }
 
@@ -222,7 +234,7 @@ ClientStats ClientCore::Stats() const {
   stats.spool_bytes = spool_ ? spool_->bytes() : 0;
   stats.memory_bytes = outbox_ ? outbox_->memory_bytes() : 0;
   stats.connected = connected_.load();
-  std::lock_guard lock(sender_mu_);
+  MutexLock lock(sender_mu_);
   stats.transport = connected_ ? transport_ : "";
   stats.last_error = last_error_;
   return stats;

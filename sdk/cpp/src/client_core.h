@@ -20,13 +20,13 @@
 #include <condition_variable>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "batch_builder.h"
+#include "common/mutex.h"
 #include "common/secrets.h"
 #include "connection.h"
 #include "mpmc_queue.h"
@@ -46,7 +46,8 @@ class ClientCore {
   static std::shared_ptr<ClientCore> Create(ClientOptions options);
   // A client that only uploads an existing writer's spool directory (`trainwatch sync`): it sends
   // what the directory holds, with the writer id and sequences stored there.
-  static Result<std::shared_ptr<ClientCore>> OpenSpool(ClientOptions options, const std::string& writer_dir);
+  static Result<std::shared_ptr<ClientCore>> OpenSpool(ClientOptions options,
+                                                       const std::string& writer_dir);
   ~ClientCore();
   ClientCore(const ClientCore&) = delete;
   ClientCore& operator=(const ClientCore&) = delete;
@@ -56,38 +57,43 @@ class ClientCore {
   bool closed() const { return closed_.load(std::memory_order_relaxed); }
 
   // The hot path: queues a record, applying the overflow policy when the buffer is full.
-  void Enqueue(const Record& record);
+  void Enqueue(const Record& record) TW_EXCLUDES(warn_mu_);
   // Queues a run batch (metadata, histograms, graph, finish) for the next batch.
-  void AddRunBatch(v1::RunBatch batch, bool after_rows);
-  void RegisterRun(std::shared_ptr<RunState> run);
+  void AddRunBatch(v1::RunBatch batch, bool after_rows) TW_EXCLUDES(control_mu_);
+  void RegisterRun(std::shared_ptr<RunState> run) TW_EXCLUDES(control_mu_);
 
   // Waits until everything logged so far is acknowledged (offline: spooled). With
   // `give_up_when_unreachable`, also stops once a connection attempt made after the call failed.
-  bool Flush(double timeout_seconds, bool give_up_when_unreachable = false);
-  void Close();
-  ClientStats Stats() const;
+  bool Flush(double timeout_seconds, bool give_up_when_unreachable = false)
+      TW_EXCLUDES(control_mu_, sender_mu_);
+  void Close() TW_EXCLUDES(close_mu_, control_mu_, sender_mu_);
+  ClientStats Stats() const TW_EXCLUDES(sender_mu_);
   const std::string& writer_id() const { return writer_id_; }
   std::string spool_path() const { return spool_ ? spool_->dir() : std::string(); }
 
-  void Warn(WarningKind kind, const std::string& message);
+  // Calls options.on_warning (or writes to stderr). The callback may call back into the client
+  // (Log takes warn_mu_ when the buffer is full, Stats takes sender_mu_): call it without them.
+  void Warn(WarningKind kind, const std::string& message)
+      TW_EXCLUDES(control_mu_, sender_mu_, warn_mu_);
 
  private:
   ClientCore(ClientOptions options, std::string writer_id);
   Status OpenSpoolDir(const std::string& dir);
-  void Start();
+  void Start() TW_EXCLUDES(close_mu_);
 
   // --- batcher (batcher.cc) ---
-  void BatcherLoop();
+  void BatcherLoop() TW_EXCLUDES(control_mu_);
   // Moves the builder's contents into the outbox as one batch.
-  void Cut();
-  void QueueHeartbeat();
+  void Cut() TW_EXCLUDES(sender_mu_);
+  void QueueHeartbeat() TW_EXCLUDES(control_mu_, sender_mu_);
   // Drops the connection if the oldest unacknowledged batch has waited longer than ack_timeout.
-  void CheckStuck();
+  void CheckStuck() TW_EXCLUDES(sender_mu_);
 
   // --- sender (sender.cc) ---
-  void SenderLoop();
-  void ReaderLoop(Connection* connection);
-  void Disconnect(std::unique_ptr<Connection>& connection, std::thread& reader);
+  void SenderLoop() TW_EXCLUDES(sender_mu_);
+  void ReaderLoop(Connection* connection) TW_EXCLUDES(sender_mu_, warn_mu_);
+  void Disconnect(std::unique_ptr<Connection>& connection, std::thread& reader)
+      TW_EXCLUDES(sender_mu_);
   double NextBackoff();
 
   const ClientOptions options_;
@@ -97,18 +103,18 @@ class ClientCore {
   std::unique_ptr<Outbox> outbox_;
   MpmcQueue<Record> queue_;
   std::atomic<bool> closed_{false};
-  std::mutex close_mu_;  // serialises Close()
+  Mutex close_mu_;  // serialises Start() and Close(): the threads they start and join
 
   // Control events and batcher wake-ups.
-  mutable std::mutex control_mu_;
+  mutable Mutex control_mu_;
   std::condition_variable control_cv_;
-  std::vector<std::pair<v1::RunBatch, bool>> control_;  // GUARDED_BY(control_mu_)
-  std::vector<std::shared_ptr<RunState>> runs_;         // GUARDED_BY(control_mu_)
-  uint64_t flush_requested_ = 0;                        // GUARDED_BY(control_mu_)
-  uint64_t flush_done_ = 0;                             // GUARDED_BY(control_mu_)
-  bool batcher_stop_ = false;                           // GUARDED_BY(control_mu_)
-  std::thread batcher_;
-  BatchBuilder builder_;      // batcher thread only
+  std::vector<std::pair<v1::RunBatch, bool>> control_ TW_GUARDED_BY(control_mu_);
+  std::vector<std::shared_ptr<RunState>> runs_ TW_GUARDED_BY(control_mu_);
+  uint64_t flush_requested_ TW_GUARDED_BY(control_mu_) = 0;
+  uint64_t flush_done_ TW_GUARDED_BY(control_mu_) = 0;
+  bool batcher_stop_ TW_GUARDED_BY(control_mu_) = false;
+  std::thread batcher_ TW_GUARDED_BY(close_mu_);
+  BatchBuilder builder_;        // batcher thread only
   uint64_t next_sequence_ = 1;  // batcher thread only
   double pending_since_ = 0;    // batcher thread only: when the builder got its first record
 
@@ -119,27 +125,27 @@ class ClientCore {
     uint32_t points;
     double sent_at;
   };
-  mutable std::mutex sender_mu_;
-  std::condition_variable sender_cv_;   // wakes the sender (new batch, ack, broken, stop)
-  std::condition_variable acked_cv_;    // wakes Flush waiters
-  std::deque<InFlight> in_flight_;      // GUARDED_BY(sender_mu_)
-  std::string heartbeat_;               // GUARDED_BY(sender_mu_): a serialised heartbeat to send
-  Connection* connection_ = nullptr;    // GUARDED_BY(sender_mu_): for CheckStuck's Cancel
-  bool broken_ = false;                 // GUARDED_BY(sender_mu_)
-  bool sender_stop_ = false;            // GUARDED_BY(sender_mu_)
-  std::string transport_;               // GUARDED_BY(sender_mu_)
-  std::string last_error_;              // GUARDED_BY(sender_mu_)
-  bool warned_unreachable_ = false;     // GUARDED_BY(sender_mu_)
-  bool retry_now_ = false;              // GUARDED_BY(sender_mu_): skip the backoff wait once
-  uint64_t connect_failures_ = 0;       // GUARDED_BY(sender_mu_)
-  int failures_ = 0;                    // sender thread only
-  std::mt19937_64 rng_;                 // sender thread only
-  std::thread sender_;
+  mutable Mutex sender_mu_;
+  std::condition_variable sender_cv_;  // wakes the sender (new batch, ack, broken, stop)
+  std::condition_variable acked_cv_;   // wakes Flush waiters
+  std::deque<InFlight> in_flight_ TW_GUARDED_BY(sender_mu_);
+  std::string heartbeat_ TW_GUARDED_BY(sender_mu_);             // a serialised heartbeat to send
+  Connection* connection_ TW_GUARDED_BY(sender_mu_) = nullptr;  // for CheckStuck's Cancel
+  bool broken_ TW_GUARDED_BY(sender_mu_) = false;
+  bool sender_stop_ TW_GUARDED_BY(sender_mu_) = false;
+  std::string transport_ TW_GUARDED_BY(sender_mu_);
+  std::string last_error_ TW_GUARDED_BY(sender_mu_);
+  bool warned_unreachable_ TW_GUARDED_BY(sender_mu_) = false;
+  bool retry_now_ TW_GUARDED_BY(sender_mu_) = false;  // skip the backoff wait once
+  uint64_t connect_failures_ TW_GUARDED_BY(sender_mu_) = 0;
+  int failures_ = 0;     // sender thread only
+  std::mt19937_64 rng_;  // sender thread only
+  std::thread sender_ TW_GUARDED_BY(close_mu_);
   std::atomic<bool> connected_{false};
 
-  mutable std::mutex warn_mu_;
-  double last_drop_warning_ = -1e18;  // GUARDED_BY(warn_mu_)
-  int rejection_warnings_ = 0;        // GUARDED_BY(warn_mu_)
+  mutable Mutex warn_mu_;
+  double last_drop_warning_ TW_GUARDED_BY(warn_mu_) = -1e18;
+  int rejection_warnings_ TW_GUARDED_BY(warn_mu_) = 0;
 
   std::atomic<uint64_t> points_logged_{0};
   std::atomic<uint64_t> points_acked_{0};
@@ -149,7 +155,6 @@ class ClientCore {
   std::atomic<uint64_t> batches_acked_{0};
   std::atomic<uint64_t> batches_duplicate_{0};
   std::atomic<uint64_t> reconnects_{0};
-
 };
 
 // Test-only: when set, called on the batcher thread after a batch went to the spool (and

@@ -3,21 +3,23 @@
 #include "trainwatch/client.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
-#include <mutex>
+#include <future>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "client_core.h"
 #include "common/file_system.h"
+#include "common/mutex.h"
+#include "common/testing/image_test_util.h"
 #include "common/testing/temp_dir.h"
 #include "server/server.h"
 #include "spool_sync.h"
 #include "storage/engine.h"
-#include "common/testing/image_test_util.h"
 
 namespace trainwatch {
 namespace {
@@ -47,11 +49,12 @@ class ClientTest : public ::testing::Test {
     server_ = std::move(server).value();
     // Replaces the server's own listener (live updates, alerting: unused here) with one that wakes
     // AwaitCommitted.
-    server_->engine().SetCommitListener([this](const v1::WriteRequest&, const storage::WriteOutcome&) {
-      std::lock_guard lock(commits_mu_);
-      ++commits_;
-      commits_cv_.notify_all();
-    });
+    server_->engine().SetCommitListener(
+        [this](const v1::WriteRequest&, const storage::WriteOutcome&) {
+          MutexLock lock(commits_mu_);
+          ++commits_;
+          commits_cv_.notify_all();
+        });
   }
   void StopServer() {
     if (server_) {
@@ -68,7 +71,7 @@ class ClientTest : public ::testing::Test {
     o.flush_timeout_seconds = 10;
     o.heartbeat_interval_seconds = 0;
     o.on_warning = [this](WarningKind kind, const std::string& w) {
-      std::lock_guard lock(warnings_mu_);
+      MutexLock lock(warnings_mu_);
       warnings_.push_back(w);
       warning_kinds_.push_back(kind);
       warnings_cv_.notify_all();
@@ -104,18 +107,20 @@ class ClientTest : public ::testing::Test {
       }
     }
     auto metrics = server_->engine().ListMetrics("p", run);
-    for (const auto& m : metrics) EXPECT_EQ(m.timelines, 1u) << m.name << ": a point was applied twice";
+    for (const auto& m : metrics)
+      EXPECT_EQ(m.timelines, 1u) << m.name << ": a point was applied twice";
   }
   std::vector<std::string> Warnings() {
-    std::lock_guard lock(warnings_mu_);
+    MutexLock lock(warnings_mu_);
     return warnings_;
   }
   // Blocks until `n` warnings of `kind` arrived; false after `seconds`.
   bool AwaitWarnings(WarningKind kind, size_t n, double seconds = 20) {
-    std::unique_lock lock(warnings_mu_);
-    return warnings_cv_.wait_for(lock, std::chrono::duration<double>(seconds), [&] {
-      return size_t(std::count(warning_kinds_.begin(), warning_kinds_.end(), kind)) >= n;
-    });
+    MutexLock lock(warnings_mu_);
+    return warnings_cv_.wait_for(
+        lock.native(), std::chrono::duration<double>(seconds), [&]() TW_REQUIRES(warnings_mu_) {
+          return size_t(std::count(warning_kinds_.begin(), warning_kinds_.end(), kind)) >= n;
+        });
   }
   // Blocks until `done()` holds, checking it again after each write the server applies; false
   // after `seconds`. `done` runs without the lock (it may read the engine).
@@ -124,12 +129,15 @@ class ClientTest : public ::testing::Test {
     for (;;) {
       uint64_t seen;
       {
-        std::lock_guard lock(commits_mu_);
+        MutexLock lock(commits_mu_);
         seen = commits_;
       }
       if (done()) return true;
-      std::unique_lock lock(commits_mu_);
-      if (!commits_cv_.wait_until(lock, deadline, [&] { return commits_ != seen; })) return done();
+      MutexLock lock(commits_mu_);
+      if (!commits_cv_.wait_until(lock.native(), deadline,
+                                  [&]() TW_REQUIRES(commits_mu_) { return commits_ != seen; })) {
+        return done();
+      }
     }
   }
   size_t SeriesSize(const std::string& run, const std::string& metric) {
@@ -142,30 +150,30 @@ class ClientTest : public ::testing::Test {
   uint16_t http_port_ = 0;
   uint16_t grpc_port_ = 0;
   uint64_t max_body_bytes_ = 0;  // 0: the server's default
-  std::mutex commits_mu_;  // before server_: its listener uses them until it is gone
+  Mutex commits_mu_;             // before server_: its listener uses them until it is gone
   std::condition_variable commits_cv_;
-  uint64_t commits_ = 0;  // GUARDED_BY(commits_mu_)
+  uint64_t commits_ TW_GUARDED_BY(commits_mu_) = 0;
   std::unique_ptr<server::Server> server_;
-  std::mutex warnings_mu_;
+  Mutex warnings_mu_;
   std::condition_variable warnings_cv_;
-  std::vector<std::string> warnings_;       // GUARDED_BY(warnings_mu_)
-  std::vector<WarningKind> warning_kinds_;  // GUARDED_BY(warnings_mu_)
+  std::vector<std::string> warnings_ TW_GUARDED_BY(warnings_mu_);
+  std::vector<WarningKind> warning_kinds_ TW_GUARDED_BY(warnings_mu_);
 };
 
 // Batches the client wrote to its spool (sdk::spooled_hook_for_testing), for tests that wait on it.
 struct SpoolWatch {
-  static inline std::mutex mu;
+  static inline Mutex mu;
   static inline std::condition_variable cv;
   static void Notify() {
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     cv.notify_all();
   }
   SpoolWatch() { sdk::spooled_hook_for_testing.store(&Notify); }
   ~SpoolWatch() { sdk::spooled_hook_for_testing.store(nullptr); }
   // Blocks until the client counts spooled points; false after `seconds`.
   bool AwaitSpooled(const Client& client, double seconds = 20) {
-    std::unique_lock lock(mu);
-    return cv.wait_for(lock, std::chrono::duration<double>(seconds),
+    MutexLock lock(mu);
+    return cv.wait_for(lock.native(), std::chrono::duration<double>(seconds),
                        [&] { return client.Stats().points_spooled > 0; });
   }
 };
@@ -276,11 +284,14 @@ TEST_F(ClientTest, OfflineSpoolIsUploadedBySyncExactlyOnce) {
   auto names = PosixFileSystem().ListDir(spool);
   ASSERT_TRUE(names.ok());
   for (const std::string& name : names.value()) {
-    ASSERT_TRUE(WriteFileAtomic(PosixFileSystem(), copy + "/" + name, *PosixFileSystem().ReadFile(spool + "/" + name)).ok());
+    ASSERT_TRUE(WriteFileAtomic(PosixFileSystem(), copy + "/" + name,
+                                *PosixFileSystem().ReadFile(spool + "/" + name))
+                    .ok());
   }
   StartServer();
   std::vector<std::string> lines;
-  auto report = sdk::SyncSpool(dir_.Join("spool"), Options(), 20, [&](const std::string& l) { lines.push_back(l); });
+  auto report = sdk::SyncSpool(dir_.Join("spool"), Options(), 20,
+                               [&](const std::string& l) { lines.push_back(l); });
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   EXPECT_EQ(report->writers, 1);
   EXPECT_EQ(report->writers_complete, 1);
@@ -337,6 +348,36 @@ TEST_F(ClientTest, FullBufferDropsOldestAndCountsIt) {
   EXPECT_THAT(Warnings(), testing::Contains(HasSubstr("dropped")));
 }
 
+// The warning callback may log, also when the buffer is full: the client calls it with none of its
+// locks held (it once held one that Log takes on a full buffer, and the reader thread deadlocked).
+TEST_F(ClientTest, AWarningCallbackMayLogWhileTheBufferIsFull) {
+  StartServer();
+  ClientOptions o = Options();
+  o.buffer_records = 16;
+  std::atomic<trainwatch::Run*> logger{nullptr};
+  std::promise<void> logged;
+  o.on_warning = [&, record = o.on_warning](WarningKind kind, const std::string& w) {
+    record(kind, w);
+    trainwatch::Run* run =
+        kind == WarningKind::kPointsRejected ? logger.exchange(nullptr) : nullptr;
+    if (!run) return;
+    LogSteps(*run, 0, 1000);  // far more than the buffer holds: Log drops and warns
+    logged.set_value();
+  };
+  Client client(o);
+  auto bad = client.StartRun(Quiet("bad"));
+  auto good = client.StartRun(Quiet("good"));
+  logger.store(good.get());
+  bad->Log(-1, {{"loss", 1.0}});  // refused by the server: a warning on the client's reader thread
+  ASSERT_EQ(logged.get_future().wait_for(std::chrono::seconds(20)), std::future_status::ready)
+      << "the warning callback did not finish logging";
+  ASSERT_TRUE(client.Flush(20));
+  ClientStats stats = client.Stats();
+  EXPECT_EQ(stats.points_logged, 2001u);  // the refused point, and 1000 steps of two metrics
+  EXPECT_EQ(stats.points_acked + stats.points_dropped, stats.points_logged);
+  EXPECT_THAT(Warnings(), testing::Contains(HasSubstr("rejected part of a batch")));
+}
+
 TEST_F(ClientTest, SystemMetricsIncludeFakeGpus) {
   StartServer();
   Client client(Options());
@@ -345,8 +386,9 @@ TEST_F(ClientTest, SystemMetricsIncludeFakeGpus) {
   r.nvml_library = FAKE_NVML_PATH;
   auto run = client.StartRun(r);
   LogSteps(*run, 0, 3);
-  ASSERT_TRUE(AwaitCommitted([&] { return SeriesSize("sys", "system/gpu/1/utilization_percent") >= 2; }))
-      << "fewer than two system samples arrived";
+  ASSERT_TRUE(AwaitCommitted([&] {
+    return SeriesSize("sys", "system/gpu/1/utilization_percent") >= 2;
+  })) << "fewer than two system samples arrived";
   run->Finish();
   ASSERT_TRUE(client.Flush(20));
   auto util = Read("sys", "system/gpu/1/utilization_percent");
@@ -372,7 +414,9 @@ TEST_F(ClientTest, HeartbeatsStopWhenTheRunIsDroppedAndTheServerMarksItCrashed) 
     EXPECT_EQ(server_->engine().GetRun("p", "dead")->status, storage::RunStatus::kRunning);
   }  // dropped without Finish: heartbeats stop
   // The server's liveness sweep writes the "crashed" status like any other write.
-  AwaitCommitted([&] { return server_->engine().GetRun("p", "dead")->status == storage::RunStatus::kCrashed; }, 10);
+  AwaitCommitted(
+      [&] { return server_->engine().GetRun("p", "dead")->status == storage::RunStatus::kCrashed; },
+      10);
   EXPECT_EQ(server_->engine().GetRun("p", "dead")->status, storage::RunStatus::kCrashed);
 }
 

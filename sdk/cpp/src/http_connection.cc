@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/json.h"
+#include "common/mutex.h"
 #include "connection.h"
 #include "tls_policy.h"
 
@@ -38,9 +39,12 @@ std::string TrimSlash(std::string url) {
 // ignores them).
 void SetTlsOptions(CURL* curl, const ConnectOptions& options) {
   curl_easy_setopt(curl, CURLOPT_SSLVERSION, static_cast<long>(CURL_SSLVERSION_TLSv1_2));
-  if (!options.tls_ca_file.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, options.tls_ca_file.c_str());
-  if (!options.tls_cert_file.empty()) curl_easy_setopt(curl, CURLOPT_SSLCERT, options.tls_cert_file.c_str());
-  if (!options.tls_key_file.empty()) curl_easy_setopt(curl, CURLOPT_SSLKEY, options.tls_key_file.c_str());
+  if (!options.tls_ca_file.empty())
+    curl_easy_setopt(curl, CURLOPT_CAINFO, options.tls_ca_file.c_str());
+  if (!options.tls_cert_file.empty())
+    curl_easy_setopt(curl, CURLOPT_SSLCERT, options.tls_cert_file.c_str());
+  if (!options.tls_key_file.empty())
+    curl_easy_setopt(curl, CURLOPT_SSLKEY, options.tls_key_file.c_str());
 }
 
 struct Reply {
@@ -52,12 +56,14 @@ struct Reply {
 Result<Reply> Perform(CURL* curl, const std::string& url, const std::string* post_body,
                       const ConnectOptions& options, double timeout_seconds,
                       std::atomic<bool>* cancelled) {
-  TW_RETURN_IF_ERROR(CheckKeyNotInClear(options.api_key, IsHttpsUrl(url), HostOfUrl(url), TrimSlash(options.server)));
+  TW_RETURN_IF_ERROR(CheckKeyNotInClear(options.api_key, IsHttpsUrl(url), HostOfUrl(url),
+                                        TrimSlash(options.server)));
   Reply reply;
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
   SetTlsOptions(curl, options);
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options.connect_timeout_seconds * 1000));
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
+                   static_cast<long>(options.connect_timeout_seconds * 1000));
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout_seconds * 1000));
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, AppendBody);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &reply.body);
@@ -99,7 +105,8 @@ v1::WriteAck AckFromReply(const Reply& reply, uint64_t sequence) {
   if (!final_reply) {
     ack.set_refused(true);
     std::string why = j.is_object() && j.contains("error") && j["error"].is_string()
-                          ? j["error"].get<std::string>() : reply.body.substr(0, 200);
+                          ? j["error"].get<std::string>()
+                          : reply.body.substr(0, 200);
     ack.add_errors("HTTP " + std::to_string(reply.code) + ": " + why);
     return ack;
   }
@@ -109,7 +116,8 @@ v1::WriteAck AckFromReply(const Reply& reply, uint64_t sequence) {
     ack.set_duplicate(j.value("duplicate_batch", false));
     if (j.contains("errors") && j["errors"].is_array()) {
       for (const auto& e : j["errors"]) {
-        if (e.is_object() && e.contains("error") && e["error"].is_string()) ack.add_errors(e["error"].get<std::string>());
+        if (e.is_object() && e.contains("error") && e["error"].is_string())
+          ack.add_errors(e["error"].get<std::string>());
       }
     }
   }
@@ -119,15 +127,18 @@ v1::WriteAck AckFromReply(const Reply& reply, uint64_t sequence) {
 class HttpConnection final : public Connection {
  public:
   explicit HttpConnection(ConnectOptions options)
-      : options_(std::move(options)), url_(TrimSlash(options_.server) + "/api/v1/write"), curl_(curl_easy_init()) {}
+      : options_(std::move(options)),
+        url_(TrimSlash(options_.server) + "/api/v1/write"),
+        curl_(curl_easy_init()) {}
   ~HttpConnection() override { curl_easy_cleanup(curl_); }
 
   const char* name() const override { return "http"; }
 
   bool Send(const std::string& bytes, uint64_t sequence) override {
     if (cancelled_) return false;
-    auto reply = Perform(curl_, url_, &bytes, options_, options_.request_timeout_seconds, &cancelled_);
-    std::lock_guard lock(mu_);
+    auto reply =
+        Perform(curl_, url_, &bytes, options_, options_.request_timeout_seconds, &cancelled_);
+    MutexLock lock(mu_);
     if (!reply.ok()) {
       error_ = reply.status().message();
       broken_ = true;
@@ -140,8 +151,9 @@ class HttpConnection final : public Connection {
   }
 
   bool ReadAck(v1::WriteAck* ack) override {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return !acks_.empty() || broken_ || closed_ || cancelled_; });
+    MutexLock lock(mu_);
+    cv_.wait(lock.native(),
+             [&]() TW_REQUIRES(mu_) { return !acks_.empty() || broken_ || closed_ || cancelled_; });
     if (acks_.empty() || cancelled_) return false;
     *ack = std::move(acks_.front());
     acks_.pop_front();
@@ -149,19 +161,19 @@ class HttpConnection final : public Connection {
   }
 
   void CloseSend() override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     closed_ = true;
     cv_.notify_all();
   }
 
   void Cancel() override {
     cancelled_ = true;
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     cv_.notify_all();
   }
 
   std::string Error() override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (cancelled_) return "cancelled";
     return error_.empty() ? "closed" : error_;
   }
@@ -171,12 +183,12 @@ class HttpConnection final : public Connection {
   const std::string url_;
   CURL* const curl_;  // used by the sending thread only
   std::atomic<bool> cancelled_{false};
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::deque<v1::WriteAck> acks_;  // GUARDED_BY(mu_)
-  bool broken_ = false;            // GUARDED_BY(mu_)
-  bool closed_ = false;            // GUARDED_BY(mu_)
-  std::string error_;              // GUARDED_BY(mu_)
+  std::deque<v1::WriteAck> acks_ TW_GUARDED_BY(mu_);
+  bool broken_ TW_GUARDED_BY(mu_) = false;
+  bool closed_ TW_GUARDED_BY(mu_) = false;
+  std::string error_ TW_GUARDED_BY(mu_);
 };
 
 // One GET of `path` on the server, on a handle of its own.
@@ -184,8 +196,8 @@ Result<Reply> Get(const ConnectOptions& options, const std::string& path) {
   GlobalInit();
   CURL* curl = curl_easy_init();
   std::atomic<bool> never{false};
-  auto reply = Perform(curl, TrimSlash(options.server) + path, nullptr, options, options.connect_timeout_seconds,
-                       &never);
+  auto reply = Perform(curl, TrimSlash(options.server) + path, nullptr, options,
+                       options.connect_timeout_seconds, &never);
   curl_easy_cleanup(curl);
   return reply;
 }

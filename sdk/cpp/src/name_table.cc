@@ -11,7 +11,7 @@ uint32_t NameTable::Intern(std::string_view name) {
   const Map* map = snapshot_.load(std::memory_order_acquire);
   auto it = map->find(name);
   if (it != map->end()) return it->second;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   map = maps_.back().get();
   it = map->find(name);
   if (it != map->end()) return it->second;
@@ -25,12 +25,12 @@ uint32_t NameTable::Intern(std::string_view name) {
 }
 
 const std::string& NameTable::Name(uint32_t id) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return names_[id];
 }
 
 size_t NameTable::size() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return names_.size();
 }
 

@@ -13,11 +13,12 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
+
+#include "common/mutex.h"
 
 namespace trainwatch::sdk {
 
@@ -37,9 +38,10 @@ class NameTable {
   using Map = std::unordered_map<std::string_view, uint32_t>;  // views into names_
 
   std::atomic<const Map*> snapshot_;
-  mutable std::mutex mu_;
-  std::deque<std::string> names_;                   // GUARDED_BY(mu_) for appends; never moved
-  std::vector<std::unique_ptr<const Map>> maps_;    // GUARDED_BY(mu_); every snapshot published
+  mutable Mutex mu_;
+  // Appended with mu_ held; an element never moves, so a reference Name() returned stays valid.
+  std::deque<std::string> names_ TW_GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<const Map>> maps_ TW_GUARDED_BY(mu_);  // every snapshot published
 };
 
 }  // namespace trainwatch::sdk

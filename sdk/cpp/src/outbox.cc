@@ -8,11 +8,13 @@ Outbox::Outbox(Spool* spool, uint64_t memory_max_bytes)
     : spool_(spool), memory_max_bytes_(memory_max_bytes) {}
 
 Status Outbox::Push(OutboxBatch batch, bool to_spool, bool* spooled, uint64_t* dropped_points) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const bool over_budget = memory_bytes_ + batch.bytes->size() > memory_max_bytes_;
   if (!spool_) {
     *spooled = false;
-    if (over_budget) return Status::ResourceExhausted("memory for undelivered batches is full and there is no spool");
+    if (over_budget)
+      return Status::ResourceExhausted(
+          "memory for undelivered batches is full and there is no spool");
     memory_bytes_ += batch.bytes->size();
     held_.push_back(Held{std::move(batch), std::nullopt});
     return Status::Ok();
@@ -27,7 +29,7 @@ Status Outbox::Push(OutboxBatch batch, bool to_spool, bool* spooled, uint64_t* d
 }
 
 std::optional<OutboxBatch> Outbox::NextUnsent(Status* error) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (unsent_ == held_.size() && spool_ && spool_->HasUnloaded()) {
     auto loaded = spool_->LoadOldest();
     if (!loaded.ok()) {
@@ -52,7 +54,7 @@ std::optional<OutboxBatch> Outbox::NextUnsent(Status* error) {
 }
 
 bool Outbox::Ack(uint64_t sequence) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (held_.empty() || unsent_ == 0 || held_.front().batch.sequence != sequence) return false;
   Held& front = held_.front();
   memory_bytes_ -= front.batch.bytes->size();
@@ -69,27 +71,27 @@ bool Outbox::Ack(uint64_t sequence) {
 }
 
 void Outbox::Rewind() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   unsent_ = 0;
 }
 
 bool Outbox::Empty() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return held_.empty() && (!spool_ || !spool_->HasUnloaded());
 }
 
 uint64_t Outbox::memory_bytes() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return memory_bytes_;
 }
 
 size_t Outbox::in_memory() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return held_.size();
 }
 
 Status Outbox::SpillMemory() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!spool_) return Status::Unavailable("no spool directory");
   // Batches loaded from the spool are still in their segment files; the others are written as
   // segments of their own, one per consecutive stretch, so segments never overlap.

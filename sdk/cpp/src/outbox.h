@@ -15,10 +15,10 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "spool.h"
 
@@ -66,11 +66,12 @@ class Outbox {
 
   Spool* const spool_;  // may be null
   const uint64_t memory_max_bytes_;
-  mutable std::mutex mu_;
-  std::deque<Held> held_;                        // GUARDED_BY(mu_), by sequence
-  size_t unsent_ = 0;                            // GUARDED_BY(mu_): held_[unsent_..] not handed out
-  uint64_t memory_bytes_ = 0;                    // GUARDED_BY(mu_)
-  std::map<uint64_t, size_t> segment_remaining_; // GUARDED_BY(mu_): loaded segment -> unacked batches
+  mutable Mutex mu_;
+  std::deque<Held> held_ TW_GUARDED_BY(mu_);  // by sequence
+  size_t unsent_ TW_GUARDED_BY(mu_) = 0;      // held_[unsent_..] not handed out
+  uint64_t memory_bytes_ TW_GUARDED_BY(mu_) = 0;
+  // Loaded segment -> its batches not yet acknowledged.
+  std::map<uint64_t, size_t> segment_remaining_ TW_GUARDED_BY(mu_);
 };
 
 }  // namespace trainwatch::sdk

@@ -11,8 +11,8 @@ namespace trainwatch::sdk {
 double ClientCore::NextBackoff() {
   // Exponential with "equal jitter": half the delay fixed, half random, so clients that lost the
   // server together do not come back together.
-  double delay = std::min(options_.backoff_max_seconds,
-                          options_.backoff_initial_seconds * std::pow(2.0, std::min(failures_, 30)));
+  double delay = std::min(options_.backoff_max_seconds, options_.backoff_initial_seconds *
+                                                            std::pow(2.0, std::min(failures_, 30)));
   ++failures_;
   std::uniform_real_distribution<double> jitter(0.5, 1.0);
   return delay * jitter(rng_);
@@ -34,19 +34,19 @@ void ClientCore::SenderLoop() {
   double down_since = 0;
   for (;;) {
     {
-      std::unique_lock lock(sender_mu_);
+      MutexLock lock(sender_mu_);
       if (sender_stop_) break;
     }
     if (!connection) {
       double now = MonotonicNow();
       if (now < next_attempt) {
-        std::unique_lock lock(sender_mu_);
-        sender_cv_.wait_for(lock, std::chrono::duration<double>(next_attempt - now),
-                            [&] { return sender_stop_ || retry_now_; });
+        MutexLock lock(sender_mu_);
+        sender_cv_.wait_for(lock.native(), std::chrono::duration<double>(next_attempt - now),
+                            [&]() TW_REQUIRES(sender_mu_) { return sender_stop_ || retry_now_; });
         if (!retry_now_) continue;
       }
       {
-        std::lock_guard lock(sender_mu_);
+        MutexLock lock(sender_mu_);
         retry_now_ = false;
       }
       auto connected = Connect(connect);
@@ -55,7 +55,7 @@ void ClientCore::SenderLoop() {
         if (down_since == 0) down_since = now;
         bool warn;
         {
-          std::lock_guard lock(sender_mu_);
+          MutexLock lock(sender_mu_);
           last_error_ = connected.status().message();
           warn = !warned_unreachable_;
           warned_unreachable_ = true;
@@ -63,16 +63,19 @@ void ClientCore::SenderLoop() {
           acked_cv_.notify_all();
         }
         if (warn) {
-          Warn(WarningKind::kServerUnreachable, "cannot reach the trainwatch server at " + options_.server + " (" + connected.status().message() +
-               "); training continues, and what is logged is kept" +
-               (spool_ ? " in " + spool_->dir() : std::string(" in memory")) + " and sent when it is back");
+          Warn(WarningKind::kServerUnreachable,
+               "cannot reach the trainwatch server at " + options_.server + " (" +
+                   connected.status().message() +
+                   "); training continues, and what is logged is kept" +
+                   (spool_ ? " in " + spool_->dir() : std::string(" in memory")) +
+                   " and sent when it is back");
         }
         continue;
       }
       connection = std::move(*connected);
       outbox_->Rewind();
       {
-        std::lock_guard lock(sender_mu_);
+        MutexLock lock(sender_mu_);
         in_flight_.clear();
         broken_ = false;
         connection_ = connection.get();
@@ -89,15 +92,16 @@ void ClientCore::SenderLoop() {
     bool failed = false;
     std::string heartbeat;
     {
-      std::lock_guard lock(sender_mu_);
+      MutexLock lock(sender_mu_);
       heartbeat.swap(heartbeat_);
       if (!heartbeat.empty()) in_flight_.push_back(InFlight{true, 0, 0, MonotonicNow()});
     }
     if (!heartbeat.empty() && !connection->Send(heartbeat, 0)) failed = true;
     while (!failed) {
       {
-        std::lock_guard lock(sender_mu_);
-        size_t batches = std::count_if(in_flight_.begin(), in_flight_.end(), [](const InFlight& f) { return !f.heartbeat; });
+        MutexLock lock(sender_mu_);
+        size_t batches = std::count_if(in_flight_.begin(), in_flight_.end(),
+                                       [](const InFlight& f) { return !f.heartbeat; });
         if (batches >= kWindow || broken_) break;
       }
       Status error;
@@ -107,18 +111,18 @@ void ClientCore::SenderLoop() {
         break;
       }
       {
-        std::lock_guard lock(sender_mu_);
+        MutexLock lock(sender_mu_);
         in_flight_.push_back(InFlight{false, batch->sequence, batch->points, MonotonicNow()});
       }
       batches_sent_.fetch_add(1);
       if (!connection->Send(*batch->bytes, batch->sequence)) failed = true;
     }
-    std::unique_lock lock(sender_mu_);
+    MutexLock lock(sender_mu_);
     if (!failed && !broken_) {
-      sender_cv_.wait_for(lock, std::chrono::milliseconds(50));
+      sender_cv_.wait_for(lock.native(), std::chrono::milliseconds(50));
     }
     if (failed || broken_) {
-      lock.unlock();
+      lock.Unlock();
       Disconnect(connection, reader);
       next_attempt = MonotonicNow() + NextBackoff();
       down_since = MonotonicNow();
@@ -132,7 +136,7 @@ void ClientCore::Disconnect(std::unique_ptr<Connection>& connection, std::thread
   if (reader.joinable()) reader.join();
   std::string why = connection->Error();
   {
-    std::lock_guard lock(sender_mu_);
+    MutexLock lock(sender_mu_);
     if (!broken_ || last_error_.empty()) last_error_ = why;
     connection_ = nullptr;
     in_flight_.clear();
@@ -147,7 +151,7 @@ void ClientCore::ReaderLoop(Connection* connection) {
   while (connection->ReadAck(&ack)) {
     std::vector<std::string> rejections;
     {
-      std::lock_guard lock(sender_mu_);
+      MutexLock lock(sender_mu_);
       if (in_flight_.empty()) {
         last_error_ = "an acknowledgement nobody waited for";
         break;
@@ -163,8 +167,8 @@ void ClientCore::ReaderLoop(Connection* connection) {
         break;
       }
       if (ack.sequence() != front.sequence || !outbox_->Ack(front.sequence)) {
-        last_error_ = "acknowledgement out of order: got " + std::to_string(ack.sequence()) + ", expected " +
-                      std::to_string(front.sequence);
+        last_error_ = "acknowledgement out of order: got " + std::to_string(ack.sequence()) +
+                      ", expected " + std::to_string(front.sequence);
         break;
       }
       in_flight_.pop_front();
@@ -176,17 +180,21 @@ void ClientCore::ReaderLoop(Connection* connection) {
       acked_cv_.notify_all();
     }
     if (!rejections.empty()) {
-      std::lock_guard lock(warn_mu_);
-      if (rejection_warnings_ < 10) {
+      std::string message;
+      {
+        MutexLock lock(warn_mu_);
+        if (rejection_warnings_ >= 10) continue;
         ++rejection_warnings_;
-        std::string message = "the server rejected part of a batch: " + rejections.front();
-        if (rejections.size() > 1) message += " (and " + std::to_string(rejections.size() - 1) + " more)";
+        message = "the server rejected part of a batch: " + rejections.front();
+        if (rejections.size() > 1)
+          message += " (and " + std::to_string(rejections.size() - 1) + " more)";
         if (rejection_warnings_ == 10) message += "; further rejections are not reported";
-        Warn(WarningKind::kPointsRejected, message);
       }
+      // Without warn_mu_: the callback may log, and Log takes warn_mu_ when the buffer is full.
+      Warn(WarningKind::kPointsRejected, message);
     }
   }
-  std::lock_guard lock(sender_mu_);
+  MutexLock lock(sender_mu_);
   broken_ = true;
   sender_cv_.notify_all();
 }

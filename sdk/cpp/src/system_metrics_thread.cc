@@ -7,14 +7,16 @@
 
 namespace trainwatch::sdk {
 
-SystemMetricsThread::SystemMetricsThread(double interval_seconds, std::string nvml_library, Sink sink)
+SystemMetricsThread::SystemMetricsThread(double interval_seconds, std::string nvml_library,
+                                         Sink sink)
     : sink_(std::move(sink)) {
-  thread_ = std::thread([this, interval_seconds, lib = std::move(nvml_library)] { Loop(interval_seconds, lib); });
+  thread_ = std::thread(
+      [this, interval_seconds, lib = std::move(nvml_library)] { Loop(interval_seconds, lib); });
 }
 
 SystemMetricsThread::~SystemMetricsThread() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
   cv_.notify_all();
@@ -31,8 +33,8 @@ void SystemMetricsThread::Loop(double interval_seconds, std::string nvml_library
     auto values = sampler.Sample(MonotonicNow());
     if (!values.empty()) sink_(sample++, values, UnixNow());
     next += std::chrono::microseconds(static_cast<int64_t>(interval_seconds * 1e6));
-    std::unique_lock lock(mu_);
-    if (cv_.wait_until(lock, next, [&] { return stop_; })) return;
+    MutexLock lock(mu_);
+    if (cv_.wait_until(lock.native(), next, [&]() TW_REQUIRES(mu_) { return stop_; })) return;
   }
 }
 

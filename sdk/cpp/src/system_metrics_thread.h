@@ -5,30 +5,31 @@
 
 #include <condition_variable>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "common/mutex.h"
+
 namespace trainwatch::sdk {
 
 class SystemMetricsThread {
  public:
-  using Sink = std::function<void(int64_t sample, const std::vector<std::pair<std::string, double>>& values,
-                                  double unix_time)>;
+  using Sink = std::function<void(
+      int64_t sample, const std::vector<std::pair<std::string, double>>& values, double unix_time)>;
   SystemMetricsThread(double interval_seconds, std::string nvml_library, Sink sink);
-  ~SystemMetricsThread();
+  ~SystemMetricsThread() TW_EXCLUDES(mu_);
   SystemMetricsThread(const SystemMetricsThread&) = delete;
   SystemMetricsThread& operator=(const SystemMetricsThread&) = delete;
 
  private:
-  void Loop(double interval_seconds, std::string nvml_library);
+  void Loop(double interval_seconds, std::string nvml_library) TW_EXCLUDES(mu_);
 
   Sink sink_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  bool stop_ = false;  // GUARDED_BY(mu_)
+  bool stop_ TW_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

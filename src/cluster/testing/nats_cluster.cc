@@ -8,9 +8,13 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <fstream>
 #include <regex>
+#include <thread>
+
+#include "common/mutex.h"
 
 extern char** environ;
 
@@ -35,32 +39,33 @@ struct NatsCluster::Node {
   int client_port = -1;  // -1: let nats-server choose (first start)
   int route_port = 0;
   std::thread reader;
-  mutable std::mutex mu;
+  mutable Mutex mu;
   std::condition_variable changed;
-  std::string log;     // GUARDED_BY(mu)
-  bool exited = true;  // GUARDED_BY(mu): the log's pipe closed
+  std::string log TW_GUARDED_BY(mu);
+  bool exited TW_GUARDED_BY(mu) = true;  // the log's pipe closed
 
-  void Read(int fd) {
+  void Read(int fd) TW_EXCLUDES(mu) {
     char buffer[4096];
     ssize_t n;
     while ((n = ::read(fd, buffer, sizeof buffer)) > 0) {
-      std::lock_guard<std::mutex> lock(mu);
+      MutexLock lock(mu);
       log.append(buffer, static_cast<size_t>(n));
       changed.notify_all();
     }
     ::close(fd);
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     exited = true;
     changed.notify_all();
   }
 
   // Waits, after `from` bytes of log, for the last line a starting server writes (it listens for
   // routes after it says it is ready); the log so far if it came.
-  Result<std::string> WaitReady(size_t from) {
+  Result<std::string> WaitReady(size_t from) TW_EXCLUDES(mu) {
     static const std::string kLast = "Listening for route connections";
-    std::unique_lock<std::mutex> lock(mu);
-    bool ready = changed.wait_for(
-        lock, kStartTimeout, [&] { return exited || log.find(kLast, from) != std::string::npos; });
+    MutexLock lock(mu);
+    bool ready = changed.wait_for(lock.native(), kStartTimeout, [&]() TW_REQUIRES(mu) {
+      return exited || log.find(kLast, from) != std::string::npos;
+    });
     if (!ready || log.find(kLast, from) == std::string::npos) {
       return Status::Unavailable("nats-server did not start; its log:\n" + log.substr(from));
     }
@@ -146,7 +151,7 @@ Status NatsCluster::Launch(int i, const std::vector<std::string>& routes) {
   }
   size_t from;
   {
-    std::lock_guard<std::mutex> lock(node.mu);
+    MutexLock lock(node.mu);
     from = node.log.size();
     node.exited = false;
   }
@@ -193,8 +198,9 @@ Status NatsCluster::Restart(int i) {
 }
 
 std::string NatsCluster::Log(int i) const {
-  std::lock_guard<std::mutex> lock(nodes_[i]->mu);
-  return nodes_[i]->log;
+  const Node& node = *nodes_[i];
+  MutexLock lock(node.mu);
+  return node.log;
 }
 
 }  // namespace trainwatch::cluster::test
