@@ -146,6 +146,7 @@ grpc::Status IngestService::Write(
 
   v1::WriteRequest request;
   bool stopped_on_refusal = false;
+  StatusCode refusal = StatusCode::kOk;  // why, when stopped_on_refusal
   while (stream->Read(&request)) {
     {
       MutexLock lock(acks.mu);
@@ -163,20 +164,22 @@ grpc::Status IngestService::Write(
     v1::WriteRequest header;  // writer id and sequence, kept for the ack
     header.set_writer_id(request.writer_id());
     header.set_sequence(request.sequence());
-    auto refused = std::make_shared<std::atomic<bool>>(false);
+    auto refused = std::make_shared<std::atomic<StatusCode>>(StatusCode::kOk);
     ingestor_.WriteProto(
         std::move(request),
         [promise, header, refused](IngestResult result) {
-          refused->store(!result.status.ok());
+          refused->store(result.status.code());
           promise->set_value(MakeAck(header, result));
         },
         writer.projects);
     request.Clear();
     // A refusal decided at once (shutdown, full disk) ends the stream: applying a later batch of
     // this writer would make the refused one look like a duplicate when it is resent. Refusals that
-    // come later (a failed log) are fail-stop, so every later batch is refused too.
-    if (refused->load()) {
+    // come later (the log failed under a group) make the engine hold back this writer's later
+    // batches until the refused one is resent.
+    if (refused->load() != StatusCode::kOk) {
       stopped_on_refusal = true;
+      refusal = refused->load();
       break;
     }
   }
@@ -193,10 +196,16 @@ grpc::Status IngestService::Write(
          .target = "stream closed: " + std::to_string(batches) + " batches, " +
                    std::to_string(points_accepted) + " points accepted, " +
                    std::to_string(points_rejected) + " rejected",
-         .outcome = stopped_on_refusal ? 503 : 200,
+         .outcome = !stopped_on_refusal                           ? 200
+                    : refusal == StatusCode::kResourceExhausted ? 507
+                                                                : 503,
          .detail = ""},
         /*wait=*/false);
   if (context->IsCancelled()) return grpc::Status::CANCELLED;
+  if (stopped_on_refusal && refusal == StatusCode::kResourceExhausted) {
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        "the server's disk is full; resend the refused batch once it has room");
+  }
   if (stopped_on_refusal) {
     return grpc::Status(grpc::StatusCode::UNAVAILABLE,
                         "the server refused a batch; resend it later");
