@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/testing/fault_injection_fs.h"
 #include "common/testing/temp_dir.h"
 
 namespace trainwatch::sdk {
@@ -122,6 +123,43 @@ TEST_F(SpoolTest, AppendSegmentSortsBeforeLaterSegments) {
   auto second = spool->LoadOldest();
   ASSERT_TRUE(second.ok());
   EXPECT_EQ(second->second.front().sequence, 10u);
+}
+
+// A full disk (ENOSPC) or EIO under the spool: the append is refused with the disk's error, nothing
+// already spooled is damaged, and the same batch appends once the disk takes writes again.
+TEST_F(SpoolTest, DiskErrorRefusesTheAppendAndAppendingResumesAfterIt) {
+  for (Status injected : {Status::ResourceExhausted("injected ENOSPC"), Status::IoError("injected EIO")}) {
+    SCOPED_TRACE(injected.ToString());
+    test::TempDir dir;
+    test::FaultInjectionFileSystem fault(PosixFileSystem());
+    auto opened = Spool::Open(fault, dir.Join("w"), SpoolOptions{});
+    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+    Spool& spool = **opened;
+    uint64_t dropped = 0;
+    ASSERT_TRUE(spool.Append(Batch(1), &dropped).ok());
+    ASSERT_TRUE(spool.Append(Batch(2), &dropped).ok());
+    fault.SetWriteError(injected);
+    Status refused = spool.Append(Batch(3), &dropped);
+    EXPECT_EQ(refused.code(), injected.code()) << refused.ToString();
+    fault.SetWriteError(Status::Ok());
+    Status resumed = spool.Append(Batch(3), &dropped);
+    ASSERT_TRUE(resumed.ok()) << resumed.ToString();
+    ASSERT_TRUE(spool.Close().ok());
+    opened->reset();
+
+    auto reopened = Spool::Open(PosixFileSystem(), dir.Join("w"), SpoolOptions{});
+    ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
+    std::vector<uint64_t> seen;
+    while ((*reopened)->HasUnloaded()) {
+      auto loaded = (*reopened)->LoadOldest();
+      ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+      for (const SpooledBatch& b : loaded->second) {
+        seen.push_back(b.sequence);
+        EXPECT_EQ(b.bytes, Batch(b.sequence).bytes);
+      }
+    }
+    EXPECT_EQ(seen, (std::vector<uint64_t>{1, 2, 3}));
+  }
 }
 
 TEST(DecodeSegmentTest, RejectsForeignFilesAndStopsAtCorruption) {
