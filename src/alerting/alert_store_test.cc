@@ -113,3 +113,38 @@ TEST(AlertStoreTest, SupersededVersionsAreCompactedOnOpen) {
 
 }  // namespace
 }  // namespace trainwatch::alerting
+
+namespace trainwatch::alerting {
+namespace {
+
+// A full disk (ENOSPC) or EIO under the alert store: the change is refused with the disk's error,
+// what was stored stays intact, and the same change is stored once the disk takes writes again.
+TEST(AlertStoreTest, DiskErrorRefusesTheChangeAndStoringResumesAfterIt) {
+  for (Status injected : {Status::ResourceExhausted("injected ENOSPC"), Status::IoError("injected EIO")}) {
+    SCOPED_TRACE(injected.ToString());
+    test::TempDir dir;
+    test::FaultInjectionFileSystem fs(PosixFileSystem());
+    {
+      auto store = AlertStore::Open(fs, dir.Join("alerts"));
+      ASSERT_TRUE(store.ok()) << store.status().ToString();
+      AlertRecord a = MakeAlert("r1", "nan");
+      ASSERT_TRUE((*store)->Put(&a).ok());
+      fs.SetWriteError(injected);
+      AlertRecord b = MakeAlert("r2", "stalled");
+      Status refused = (*store)->Put(&b);
+      EXPECT_EQ(refused.code(), injected.code()) << refused.ToString();
+      fs.SetWriteError(Status::Ok());
+      Status stored = (*store)->Put(&b);
+      ASSERT_TRUE(stored.ok()) << stored.ToString();
+    }
+    auto store = AlertStore::Open(PosixFileSystem(), dir.Join("alerts"));
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    EXPECT_EQ((*store)->dropped_tail_bytes(), 0u);
+    std::vector<std::string> runs;
+    for (const auto& [id, alert] : (*store)->alerts()) runs.push_back(alert.run);
+    EXPECT_EQ(runs, (std::vector<std::string>{"r1", "r2"}));
+  }
+}
+
+}  // namespace
+}  // namespace trainwatch::alerting
