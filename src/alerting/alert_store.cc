@@ -98,9 +98,28 @@ Status AlertStore::Rewrite() {
 }
 
 Status AlertStore::Append(const nlohmann::json& entry) {
-  TW_RETURN_IF_ERROR(log_->Append(Frame(entry)));
-  TW_RETURN_IF_ERROR(log_->Sync());
+  TW_RETURN_IF_ERROR(CutFailedTail());
+  const uint64_t before = log_->Size();
+  Status s = log_->Append(Frame(entry));
+  if (s.ok()) s = log_->Sync();
+  if (!s.ok()) {
+    // A full disk may have taken part of the record: a later record written after those bytes
+    // would sit behind a torn one, and Load drops everything from a torn record on. Cut it first.
+    failed_tail_from_ = before;
+    (void)CutFailedTail();
+    return s;
+  }
   ++entries_;
+  return Status::Ok();
+}
+
+Status AlertStore::CutFailedTail() {
+  if (!failed_tail_from_) return Status::Ok();
+  const std::string path = dir_ + "/" + kLogName;
+  (void)log_->Close();
+  TW_RETURN_IF_ERROR(fs_.Truncate(path, *failed_tail_from_).WithContext("cutting a failed write"));
+  TW_ASSIGN_OR_RETURN(log_, fs_.OpenAppendable(path));
+  failed_tail_from_.reset();
   return Status::Ok();
 }
 

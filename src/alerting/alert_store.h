@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 
@@ -38,11 +39,14 @@ class AlertStore {
   Status Load();
   Status Rewrite();
   Status Append(const nlohmann::json& entry);
+  // After a failed append: truncates the log back to where that append began and reopens it.
+  Status CutFailedTail();
   void Apply(const nlohmann::json& entry);
 
   FileSystem& fs_;
   const std::string dir_;
   std::unique_ptr<WritableFile> log_;
+  std::optional<uint64_t> failed_tail_from_;  // set while a failed append's bytes are not cut yet
   std::map<uint64_t, AlertRecord> alerts_;
   std::map<uint64_t, Silence> silences_;
   uint64_t next_alert_id_ = 1;

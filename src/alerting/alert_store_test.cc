@@ -120,7 +120,9 @@ namespace {
 // A full disk (ENOSPC) or EIO under the alert store: the change is refused with the disk's error,
 // what was stored stays intact, and the same change is stored once the disk takes writes again.
 TEST(AlertStoreTest, DiskErrorRefusesTheChangeAndStoringResumesAfterIt) {
-  for (Status injected : {Status::ResourceExhausted("injected ENOSPC"), Status::IoError("injected EIO")}) {
+  using Failed = test::FaultInjectionFileSystem::FailedAppend;
+  for (auto [injected, failed] : {std::pair{Status::ResourceExhausted("injected ENOSPC"), Failed::kHalfWritten},
+                                  std::pair{Status::IoError("injected EIO"), Failed::kNothingWritten}}) {
     SCOPED_TRACE(injected.ToString());
     test::TempDir dir;
     test::FaultInjectionFileSystem fs(PosixFileSystem());
@@ -129,7 +131,7 @@ TEST(AlertStoreTest, DiskErrorRefusesTheChangeAndStoringResumesAfterIt) {
       ASSERT_TRUE(store.ok()) << store.status().ToString();
       AlertRecord a = MakeAlert("r1", "nan");
       ASSERT_TRUE((*store)->Put(&a).ok());
-      fs.SetWriteError(injected);
+      fs.SetWriteError(injected, failed);
       AlertRecord b = MakeAlert("r2", "stalled");
       Status refused = (*store)->Put(&b);
       EXPECT_EQ(refused.code(), injected.code()) << refused.ToString();

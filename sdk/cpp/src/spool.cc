@@ -168,11 +168,22 @@ Status Spool::Append(const SpooledBatch& batch, uint64_t* dropped_points) {
   if (!active_) {
     TW_ASSIGN_OR_RETURN(active_, fs_.OpenAppendable(PathOf(batch.sequence)));
     active_id_ = batch.sequence;
-    TW_RETURN_IF_ERROR(active_->Append(kMagic));
+    if (Status magic = active_->Append(kMagic); !magic.ok()) {
+      // A full disk may have taken part of the magic: the file holds no batch, so it goes.
+      active_.reset();
+      (void)fs_.RemoveFile(PathOf(batch.sequence));
+      return magic;
+    }
     segments_[active_id_].bytes = kMagic.size();
     total_bytes_ += kMagic.size();
   }
-  TW_RETURN_IF_ERROR(active_->Append(record).WithContext("appending to spool segment " + PathOf(active_id_)));
+  if (Status s = active_->Append(record); !s.ok()) {
+    // A full disk may have taken part of the record, which then ends this segment (a torn record
+    // ends a segment when read): the next batch starts a segment of its own.
+    (void)active_->Close();
+    active_.reset();
+    return s.WithContext("appending to spool segment " + PathOf(active_id_));
+  }
   Segment& s = segments_[active_id_];
   s.bytes += record.size();
   s.points += batch.points;

@@ -128,7 +128,9 @@ TEST_F(SpoolTest, AppendSegmentSortsBeforeLaterSegments) {
 // A full disk (ENOSPC) or EIO under the spool: the append is refused with the disk's error, nothing
 // already spooled is damaged, and the same batch appends once the disk takes writes again.
 TEST_F(SpoolTest, DiskErrorRefusesTheAppendAndAppendingResumesAfterIt) {
-  for (Status injected : {Status::ResourceExhausted("injected ENOSPC"), Status::IoError("injected EIO")}) {
+  using Failed = test::FaultInjectionFileSystem::FailedAppend;
+  for (auto [injected, failed] : {std::pair{Status::ResourceExhausted("injected ENOSPC"), Failed::kHalfWritten},
+                                  std::pair{Status::IoError("injected EIO"), Failed::kNothingWritten}}) {
     SCOPED_TRACE(injected.ToString());
     test::TempDir dir;
     test::FaultInjectionFileSystem fault(PosixFileSystem());
@@ -138,7 +140,7 @@ TEST_F(SpoolTest, DiskErrorRefusesTheAppendAndAppendingResumesAfterIt) {
     uint64_t dropped = 0;
     ASSERT_TRUE(spool.Append(Batch(1), &dropped).ok());
     ASSERT_TRUE(spool.Append(Batch(2), &dropped).ok());
-    fault.SetWriteError(injected);
+    fault.SetWriteError(injected, failed);
     Status refused = spool.Append(Batch(3), &dropped);
     EXPECT_EQ(refused.code(), injected.code()) << refused.ToString();
     fault.SetWriteError(Status::Ok());

@@ -62,7 +62,12 @@ bool FaultInjectionFileSystem::AliveLocked(uint64_t generation) const {
 Status FaultInjectionFileSystem::FileAppend(const File& file, std::string_view data) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!AliveLocked(file.generation())) return Down();
-  if (!write_error_.ok()) return write_error_;
+  if (!write_error_.ok()) {
+    if (failed_append_ == FailedAppend::kHalfWritten) {
+      TW_RETURN_IF_ERROR(file.base().Append(data.substr(0, data.size() / 2)));
+    }
+    return write_error_;
+  }
   return file.base().Append(data);
 }
 
@@ -225,9 +230,10 @@ void FaultInjectionFileSystem::Restart() {
   down_ = false;
 }
 
-void FaultInjectionFileSystem::SetWriteError(Status error) {
+void FaultInjectionFileSystem::SetWriteError(Status error, FailedAppend failed_append) {
   std::lock_guard<std::mutex> lock(mu_);
   write_error_ = std::move(error);
+  failed_append_ = failed_append;
 }
 
 void FaultInjectionFileSystem::SetSyncDirError(Status error) {

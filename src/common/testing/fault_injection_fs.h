@@ -73,9 +73,13 @@ class FaultInjectionFileSystem final : public FileSystem {
   // counts as durable.
   void Restart();
 
-  // While `error` is not OK, Append and Sync of every file handed out return it without touching
-  // the file (an I/O error such as EIO or ENOSPC). Pass Status::Ok() to stop.
-  void SetWriteError(Status error);
+  enum class FailedAppend {
+    kNothingWritten,
+    kHalfWritten,  // as a disk that fills up mid-write: the first half of the bytes land
+  };
+  // While `error` is not OK, Append and Sync of every file handed out return it (an I/O error such
+  // as EIO or ENOSPC), Append having written what `failed_append` says. Pass Status::Ok() to stop.
+  void SetWriteError(Status error, FailedAppend failed_append = FailedAppend::kNothingWritten);
   // The same for SyncDir.
   void SetSyncDirError(Status error);
 
@@ -108,6 +112,7 @@ class FaultInjectionFileSystem final : public FileSystem {
   uint64_t generation_ = 0;                 // GUARDED_BY(mu_); bumped by Crash()
   bool down_ = false;                       // GUARDED_BY(mu_)
   Status write_error_;                      // GUARDED_BY(mu_)
+  FailedAppend failed_append_ = FailedAppend::kNothingWritten;  // GUARDED_BY(mu_)
   Status sync_dir_error_;                   // GUARDED_BY(mu_)
 };
 
