@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "fuzz/fuzz_support.h"
 #include "common/image_format.h"
+#include "fuzz/fuzz_support.h"
 
 using trainwatch::ImageFormat;
 
@@ -29,10 +29,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       FUZZ_CHECK(bytes.starts_with("\xFF\xD8"), "JPEG without SOI");
       break;
     case ImageFormat::kGif:
-      FUZZ_CHECK(bytes.starts_with("GIF87a") || bytes.starts_with("GIF89a"), "GIF without its signature");
+      FUZZ_CHECK(bytes.starts_with("GIF87a") || bytes.starts_with("GIF89a"),
+                 "GIF without its signature");
       break;
     case ImageFormat::kWebp:
-      FUZZ_CHECK(bytes.starts_with("RIFF") && bytes.substr(8, 4) == "WEBP", "WebP without RIFF/WEBP");
+      FUZZ_CHECK(bytes.starts_with("RIFF") && bytes.substr(8, 4) == "WEBP",
+                 "WebP without RIFF/WEBP");
       break;
     default:
       FUZZ_CHECK(false, "unknown format");

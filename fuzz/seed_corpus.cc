@@ -40,7 +40,8 @@ std::filesystem::path g_root;
 
 void Put(const std::string& target, const std::string& name, std::string_view bytes) {
   std::filesystem::create_directories(g_root / target);
-  std::ofstream(g_root / target / ("gen_" + name), std::ios::binary).write(bytes.data(), bytes.size());
+  std::ofstream(g_root / target / ("gen_" + name), std::ios::binary)
+      .write(bytes.data(), bytes.size());
 }
 
 // <u16 length><bytes> per piece: the framed form of the checksummed formats' targets.
@@ -194,7 +195,8 @@ std::vector<std::string> Events() {
   }
   {
     std::string content, fill;
-    for (const char* s : {"a", "bb", "c", "dd"}) content.push_back(static_cast<char>(std::strlen(s)));
+    for (const char* s : {"a", "bb", "c", "dd"})
+      content.push_back(static_cast<char>(std::strlen(s)));
     content += "abbcdd";
     WireWriter(&fill).Bytes(4, content);
     tensor_event("table", "text", dtype::kString, {2, 2}, fill);
@@ -264,7 +266,8 @@ void SpoolSeeds() {
   Put("spool_segment", "torn.seg", file.substr(0, file.size() - 9));
   v1::WriteRequest small;
   small.add_runs()->set_run("r");
-  Put("spool_segment", "framed.bin", "F" + Pieces({SampleWrite().SerializeAsString(), small.SerializeAsString()}));
+  Put("spool_segment", "framed.bin",
+      "F" + Pieces({SampleWrite().SerializeAsString(), small.SerializeAsString()}));
 }
 
 void WalSeeds() {

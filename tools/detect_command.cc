@@ -27,11 +27,13 @@ constexpr const char* kDetectDescription =
     "  {\"project\":..,\"run\":..,\"step\":..,\"time\":..,\"metrics\":{..}}\n"
     "(NaN, Infinity and -Infinity allowed), each run in file order, and prints one JSON alert\n"
     "per line:\n"
-    "  {\"run\",\"kind\",\"metric\",\"step\",\"time\",\"value\",\"severity\",\"message\",\"name\"}\n"
+    "  "
+    "{\"run\",\"kind\",\"metric\",\"step\",\"time\",\"value\",\"severity\",\"message\",\"name\"}\n"
     "(kind \"rule\" and name the rule's alert for rule alerts). `stalled` uses the gaps between\n"
     "record times.\n";
 
-// Files are read, and their whole lines handed to the server's /write parser, in blocks of this size.
+// Files are read, and their whole lines handed to the server's /write parser, in blocks of this
+// size.
 constexpr size_t kChunkBytes = 4 << 20;
 
 }  // namespace
@@ -81,7 +83,9 @@ int DetectCommand(const std::vector<std::string>& args) {
         const std::string key = batch.project() + '\x1f' + batch.run();
         auto it = runs.find(key);
         if (it == runs.end()) {
-          it = runs.emplace(key, std::make_unique<alerting::RunMonitor>(batch.project(), batch.run(), rules)).first;
+          it = runs.emplace(key, std::make_unique<alerting::RunMonitor>(batch.project(),
+                                                                        batch.run(), rules))
+                   .first;
         }
         events.clear();
         it->second->ObserveBatch(batch, &events);

@@ -11,12 +11,12 @@
 #include <vector>
 
 #include "common/file_system.h"
+#include "common/json.h"
 #include "import_export_http.h"
 #include "import_options.h"
 #include "tfevents/event_encoder.h"
 #include "tfevents/event_file_writer.h"
 #include "tfevents/graph.h"
-#include "common/json.h"
 
 namespace trainwatch::tools {
 namespace {
@@ -104,7 +104,9 @@ std::string KeepNegativeZero(std::string_view body) {
 class Exporter {
  public:
   Exporter(const ServerFlags& flags, std::string run)
-      : flags_(flags), run_(std::move(run)), http_(flags.server, flags.api_key, flags.tls_ca_file) {}
+      : flags_(flags),
+        run_(std::move(run)),
+        http_(flags.server, flags.api_key, flags.tls_ca_file) {}
 
   Status Run(const std::string& dir) {
     TW_ASSIGN_OR_RETURN(json info, GetJson("/api/v1/run?" + Query()));

@@ -20,7 +20,9 @@ size_t AppendBody(char* data, size_t size, size_t n, void* out) {
 }  // namespace
 
 HttpClient::HttpClient(std::string server, std::string api_key, std::string tls_ca_file)
-    : server_(std::move(server)), api_key_(std::move(api_key)), tls_ca_file_(std::move(tls_ca_file)) {
+    : server_(std::move(server)),
+      api_key_(std::move(api_key)),
+      tls_ca_file_(std::move(tls_ca_file)) {
   static std::once_flag once;
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
   while (!server_.empty() && server_.back() == '/') server_.pop_back();

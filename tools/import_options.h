@@ -17,7 +17,7 @@ struct ServerFlags {
   std::string project = "default";
   std::string server = "http://127.0.0.1:8080";  // $TRAINWATCH_SERVER when set
   std::string api_key;                           // $TRAINWATCH_API_KEY when set
-  std::string tls_ca_file;                       // --tls-ca: CA of an https:// server; $TRAINWATCH_TLS_CA when set
+  std::string tls_ca_file;  // --tls-ca: CA of an https:// server; $TRAINWATCH_TLS_CA when set
 };
 
 // Adds the flags of the server a command talks to: --server, --api-key and --tls-ca, whose

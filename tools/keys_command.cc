@@ -94,8 +94,8 @@ std::string FormatTime(double unix_seconds) {
   return unix_seconds > 0 ? notify::FormatRfc3339(unix_seconds) : "never";
 }
 
-void PrintKey(const std::string& name, const std::string& scope, const std::vector<std::string>& projects,
-              double expires_at) {
+void PrintKey(const std::string& name, const std::string& scope,
+              const std::vector<std::string>& projects, double expires_at) {
   std::string list;
   for (const std::string& p : projects) list += (list.empty() ? "" : ",") + p;
   std::printf("%-24s %-6s projects=%-20s expires=%s\n", name.c_str(), scope.c_str(),
@@ -108,14 +108,18 @@ Status OnDataDir(const KeysFlags& f) {
   TW_ASSIGN_OR_RETURN(auto lock, server::DataDirLock::Acquire(f.data_dir));
   SystemClock clock;
   Logger logger(LogLevel::kError);
-  TW_ASSIGN_OR_RETURN(auto keys, auth::KeyStore::Open(PosixFileSystem(), auth::KeyFilePath(f.data_dir), clock));
-  TW_ASSIGN_OR_RETURN(auto audit, auth::AuditLog::Open(PosixFileSystem(), auth::AuditDir(f.data_dir), clock, logger, 0));
+  TW_ASSIGN_OR_RETURN(
+      auto keys, auth::KeyStore::Open(PosixFileSystem(), auth::KeyFilePath(f.data_dir), clock));
+  TW_ASSIGN_OR_RETURN(
+      auto audit,
+      auth::AuditLog::Open(PosixFileSystem(), auth::AuditDir(f.data_dir), clock, logger, 0));
   auto record = [&](const std::string& action, const std::string& target, const Status& outcome) {
     return audit->AppendNow({0, "(local)", "cli", action, target, outcome.ok() ? 200 : 400,
                              outcome.ok() ? "" : outcome.message()});
   };
   if (f.action == "list") {
-    for (const auth::KeyRecord& k : keys->List()) PrintKey(k.name, std::string(auth::ScopeName(k.scope)), k.projects, k.expires_at);
+    for (const auth::KeyRecord& k : keys->List())
+      PrintKey(k.name, std::string(auth::ScopeName(k.scope)), k.projects, k.expires_at);
     return Status::Ok();
   }
   if (f.action == "revoke") {
@@ -126,7 +130,8 @@ Status OnDataDir(const KeysFlags& f) {
     return Status::Ok();
   }
   auth::Scope scope;
-  if (!auth::ParseScope(f.scope, &scope)) return Status::InvalidArgument("--scope must be read, write or admin");
+  if (!auth::ParseScope(f.scope, &scope))
+    return Status::InvalidArgument("--scope must be read, write or admin");
   double expires_at = 0;
   if (!f.expires.empty()) {
     TW_ASSIGN_OR_RETURN(double seconds, ParseDuration(f.expires));
@@ -134,8 +139,10 @@ Status OnDataDir(const KeysFlags& f) {
   }
   Result<CidrList> networks = CidrList::Parse(f.allow_from);
   if (!networks.ok()) return networks.status().WithContext("--allow-from");
-  Result<auth::NewKey> created = keys->Create(f.name, scope, f.projects, expires_at, std::move(*networks));
-  TW_RETURN_IF_ERROR(record("keys.create", "key=" + f.name + " scope=" + f.scope, created.status()));
+  Result<auth::NewKey> created =
+      keys->Create(f.name, scope, f.projects, expires_at, std::move(*networks));
+  TW_RETURN_IF_ERROR(
+      record("keys.create", "key=" + f.name + " scope=" + f.scope, created.status()));
   if (!created.ok()) return created.status();
   std::printf("%s\n", created->key.c_str());
   return Status::Ok();
@@ -145,8 +152,9 @@ Result<nlohmann::json> Answer(const Result<HttpReply>& reply, const std::string&
   if (!reply.ok()) return reply.status();
   Result<nlohmann::json> doc = ParseJson(reply->body);
   if (reply->status != 200) {
-    std::string why = doc.ok() && doc->is_object() && (*doc)["error"].is_string() ? (*doc)["error"].get<std::string>()
-                                                                                  : reply->body;
+    std::string why = doc.ok() && doc->is_object() && (*doc)["error"].is_string()
+                          ? (*doc)["error"].get<std::string>()
+                          : reply->body;
     return Status::InvalidArgument(what + ": HTTP " + std::to_string(reply->status) + ": " + why);
   }
   return doc;
@@ -158,21 +166,24 @@ Status OnServer(const KeysFlags& f) {
   if (f.action == "list") {
     TW_ASSIGN_OR_RETURN(nlohmann::json doc, Answer(http.Get("/api/v1/keys"), "listing keys"));
     for (const nlohmann::json& k : doc["keys"]) {
-      PrintKey(k["name"], k["scope"], k["projects"], k["expires_at"].is_number() ? k["expires_at"].get<double>() : 0);
+      PrintKey(k["name"], k["scope"], k["projects"],
+               k["expires_at"].is_number() ? k["expires_at"].get<double>() : 0);
     }
     return Status::Ok();
   }
   if (f.action == "revoke") {
-    TW_RETURN_IF_ERROR(Answer(http.Post("/api/v1/keys/revoke", nlohmann::json{{"name", f.name}}.dump()),
-                              "revoking " + f.name)
-                           .status());
+    TW_RETURN_IF_ERROR(
+        Answer(http.Post("/api/v1/keys/revoke", nlohmann::json{{"name", f.name}}.dump()),
+               "revoking " + f.name)
+            .status());
     std::printf("revoked %s\n", f.name.c_str());
     return Status::Ok();
   }
   nlohmann::json body = {{"name", f.name}, {"scope", f.scope}, {"projects", f.projects}};
   if (!f.expires.empty()) body["expires"] = f.expires;
   if (!f.allow_from.empty()) body["allow_from"] = f.allow_from;
-  TW_ASSIGN_OR_RETURN(nlohmann::json doc, Answer(http.Post("/api/v1/keys", body.dump()), "creating " + f.name));
+  TW_ASSIGN_OR_RETURN(nlohmann::json doc,
+                      Answer(http.Post("/api/v1/keys", body.dump()), "creating " + f.name));
   std::printf("%s\n", doc["key"].get<std::string>().c_str());
   return Status::Ok();
 }
@@ -200,9 +211,10 @@ void AddAuditFlags(FlagSet* set, AuditFlags* f) {
 }
 
 void PrintEntry(const auth::AuditEntry& e) {
-  std::printf("%s  %-16s %-15s %-32s %-24s %d%s%s\n", FormatTime(e.time).c_str(), e.key.empty() ? "-" : e.key.c_str(),
-              e.remote.c_str(), e.action.c_str(), e.target.empty() ? "-" : e.target.c_str(), e.outcome,
-              e.detail.empty() ? "" : "  ", e.detail.c_str());
+  std::printf("%s  %-16s %-15s %-32s %-24s %d%s%s\n", FormatTime(e.time).c_str(),
+              e.key.empty() ? "-" : e.key.c_str(), e.remote.c_str(), e.action.c_str(),
+              e.target.empty() ? "-" : e.target.c_str(), e.outcome, e.detail.empty() ? "" : "  ",
+              e.detail.c_str());
 }
 
 Status Audit(AuditFlags f) {
@@ -213,20 +225,23 @@ Status Audit(AuditFlags f) {
     TW_ASSIGN_OR_RETURN(auto lock, server::DataDirLock::Acquire(data_dir));
     SystemClock clock;
     Logger logger(LogLevel::kError);
-    TW_ASSIGN_OR_RETURN(auto audit, auth::AuditLog::Open(PosixFileSystem(), auth::AuditDir(data_dir), clock, logger, 0));
+    TW_ASSIGN_OR_RETURN(
+        auto audit,
+        auth::AuditLog::Open(PosixFileSystem(), auth::AuditDir(data_dir), clock, logger, 0));
     TW_ASSIGN_OR_RETURN(std::vector<auth::AuditEntry> entries, audit->Read(q));
     for (const auth::AuditEntry& e : entries) PrintEntry(e);
     return Status::Ok();
   }
   if (f.link.server.empty()) return Status::InvalidArgument("give --server URL or --data-dir DIR");
   HttpClient http(f.link.server, f.link.api_key, f.link.tls_ca_file);
-  std::string path = "/api/v1/audit?limit=" + std::to_string(q.limit) + (q.failures_only ? "&failures=1" : "");
+  std::string path =
+      "/api/v1/audit?limit=" + std::to_string(q.limit) + (q.failures_only ? "&failures=1" : "");
   if (!q.key.empty()) path += "&key=" + UrlEncode(q.key);
   if (!q.action.empty()) path += "&action=" + UrlEncode(q.action);
   TW_ASSIGN_OR_RETURN(nlohmann::json doc, Answer(http.Get(path), "reading the audit log"));
   for (const nlohmann::json& j : doc["entries"]) {
-    PrintEntry(auth::AuditEntry{j["time"], j["key"], j["remote"], j["action"], j["target"], j["outcome"],
-                                j.value("detail", "")});
+    PrintEntry(auth::AuditEntry{j["time"], j["key"], j["remote"], j["action"], j["target"],
+                                j["outcome"], j.value("detail", "")});
   }
   return Status::Ok();
 }

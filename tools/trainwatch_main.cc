@@ -29,7 +29,8 @@ constexpr const char* kUsage =
     "usage: trainwatch <command> [flags]\n"
     "commands:\n"
     "  serve     run the server (trainwatch serve --help)\n"
-    "  sync      upload spooled batches (offline runs, runs that outlived the server) (sync --help)\n"
+    "  sync      upload spooled batches (offline runs, runs that outlived the server) (sync "
+    "--help)\n"
     "  detect    run the anomaly detectors over JSON-lines files (detect --help)\n"
     "  import    import TensorBoard event files (import --help)\n"
     "  watch     tail TensorBoard event files into the server as they are written (watch --help)\n"
@@ -64,8 +65,9 @@ int Serve(const std::vector<std::string>& args) {
     std::fprintf(stderr, "trainwatch serve: %s\n", server.status().ToString().c_str());
     return 1;
   }
-  std::printf("trainwatch is serving %s://%s:%u (gRPC%s %s:%u, data in %s)\n", (*server)->tls() ? "https" : "http",
-              config->listen.host.c_str(), (*server)->http_port(), (*server)->tls() ? " over TLS" : "",
+  std::printf("trainwatch is serving %s://%s:%u (gRPC%s %s:%u, data in %s)\n",
+              (*server)->tls() ? "https" : "http", config->listen.host.c_str(),
+              (*server)->http_port(), (*server)->tls() ? " over TLS" : "",
               config->grpc_listen.host.c_str(), (*server)->grpc_port(), config->data_dir.c_str());
   std::fflush(stdout);
   int sig = 0;

@@ -46,7 +46,8 @@ void AlertStore::Apply(const nlohmann::json& entry) {
   ++entries_;
   if (auto it = entry.find("alert"); it != entry.end()) {
     auto alert = AlertRecord::FromJson(*it);
-    if (!alert.ok()) return;  // written by us and checksummed: only a newer, unknown shape lands here
+    if (!alert.ok())
+      return;  // written by us and checksummed: only a newer, unknown shape lands here
     next_alert_id_ = std::max(next_alert_id_, alert->id + 1);
     alerts_[alert->id] = std::move(*alert);
   } else if (auto sit = entry.find("silence"); sit != entry.end()) {
@@ -81,7 +82,8 @@ Status AlertStore::Load() {
   }
   if (entries_ > 2 * (alerts_.size() + silences_.size()) + 64) return Rewrite();
   TW_ASSIGN_OR_RETURN(log_, fs_.OpenAppendable(path));
-  if (!existed) TW_RETURN_IF_ERROR(fs_.SyncDir(dir_));  // the new file's name must survive a crash too
+  if (!existed)
+    TW_RETURN_IF_ERROR(fs_.SyncDir(dir_));  // the new file's name must survive a crash too
   return Status::Ok();
 }
 
@@ -125,14 +127,16 @@ Status AlertStore::CutFailedTail() {
 
 Status AlertStore::Put(AlertRecord* alert) {
   if (alert->id == 0) alert->id = next_alert_id_++;
-  TW_RETURN_IF_ERROR(Append(nlohmann::json{{"alert", alert->ToJson()}}).WithContext("saving alert"));
+  TW_RETURN_IF_ERROR(
+      Append(nlohmann::json{{"alert", alert->ToJson()}}).WithContext("saving alert"));
   alerts_[alert->id] = *alert;
   return Status::Ok();
 }
 
 Status AlertStore::Put(Silence* silence) {
   if (silence->id == 0) silence->id = next_silence_id_++;
-  TW_RETURN_IF_ERROR(Append(nlohmann::json{{"silence", silence->ToJson()}}).WithContext("saving silence"));
+  TW_RETURN_IF_ERROR(
+      Append(nlohmann::json{{"silence", silence->ToJson()}}).WithContext("saving silence"));
   silences_[silence->id] = *silence;
   return Status::Ok();
 }

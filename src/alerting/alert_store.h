@@ -7,8 +7,8 @@
 
 #include <cstdint>
 #include <map>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "alerting/alert_record.h"
@@ -20,7 +20,8 @@ namespace trainwatch::alerting {
 class AlertStore {
  public:
   // Reads `dir`/alerts.log (creating the directory), dropping a torn or corrupt tail, and rewrites
-  // it without superseded versions when they take more than half of it. `fs` must outlive the store.
+  // it without superseded versions when they take more than half of it. `fs` must outlive the
+  // store.
   static Result<std::unique_ptr<AlertStore>> Open(FileSystem& fs, const std::string& dir);
   AlertStore(const AlertStore&) = delete;
   AlertStore& operator=(const AlertStore&) = delete;

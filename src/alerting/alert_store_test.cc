@@ -121,8 +121,9 @@ namespace {
 // what was stored stays intact, and the same change is stored once the disk takes writes again.
 TEST(AlertStoreTest, DiskErrorRefusesTheChangeAndStoringResumesAfterIt) {
   using Failed = test::FaultInjectionFileSystem::FailedAppend;
-  for (auto [injected, failed] : {std::pair{Status::ResourceExhausted("injected ENOSPC"), Failed::kHalfWritten},
-                                  std::pair{Status::IoError("injected EIO"), Failed::kNothingWritten}}) {
+  for (auto [injected, failed] :
+       {std::pair{Status::ResourceExhausted("injected ENOSPC"), Failed::kHalfWritten},
+        std::pair{Status::IoError("injected EIO"), Failed::kNothingWritten}}) {
     SCOPED_TRACE(injected.ToString());
     test::TempDir dir;
     test::FaultInjectionFileSystem fs(PosixFileSystem());

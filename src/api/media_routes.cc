@@ -6,8 +6,8 @@
 #include "api/json_writer.h"
 #include "api/query_params.h"
 #include "api/routes.h"
-#include "common/strings.h"
 #include "common/sha256.h"
+#include "common/strings.h"
 
 namespace trainwatch::api {
 namespace {
@@ -61,10 +61,9 @@ void HandleImages(ApiContext& ctx, HttpRequest&& req, Responder respond) {
     AppendNumber(&body, e.time, NonFinite::kStrings);
     body += ",\"caption\":";
     AppendString(&body, e.caption);
-    body += ",\"sha256\":\"" + sha256 + "\",\"mime\":\"" +
-            std::string(MimeType(e.format)) + "\",\"width\":" + std::to_string(e.width) +
-            ",\"height\":" + std::to_string(e.height) + ",\"size\":" + std::to_string(e.size) +
-            ",\"url\":\"" + kBlobPrefix + sha256 + "\"}";
+    body += ",\"sha256\":\"" + sha256 + "\",\"mime\":\"" + std::string(MimeType(e.format)) +
+            "\",\"width\":" + std::to_string(e.width) + ",\"height\":" + std::to_string(e.height) +
+            ",\"size\":" + std::to_string(e.size) + ",\"url\":\"" + kBlobPrefix + sha256 + "\"}";
   }
   body += "]\n";
   respond(HttpResponse::Json(200, std::move(body)));
@@ -123,17 +122,20 @@ void HandleBlob(ApiContext& ctx, HttpRequest&& req, Responder respond) {
     // image of a run it sees (admission checked `project=` against the key).
     const std::string project = req.Param("project", "default"), run = req.Param("run");
     if (run.empty()) {
-      return respond(HttpResponse::Error(400, "a project-bound key reads a blob through its run: add run=... "
-                                              "(and project=...)"));
+      return respond(
+          HttpResponse::Error(400,
+                              "a project-bound key reads a blob through its run: add run=... "
+                              "(and project=...)"));
     }
     std::vector<storage::ImageEntry> images;
     Status s = ctx.engine.ReadImages(project, run, {}, &images);
-    if (!s.ok() && s.code() != StatusCode::kNotFound) return respond(HttpResponse::Error(HttpStatusOf(s), s.message()));
+    if (!s.ok() && s.code() != StatusCode::kNotFound)
+      return respond(HttpResponse::Error(HttpStatusOf(s), s.message()));
     bool referenced = std::any_of(images.begin(), images.end(),
                                   [&](const storage::ImageEntry& e) { return e.sha256 == sha256; });
     if (!referenced) {
-      return respond(HttpResponse::Error(404, "no image of run '" + run + "' in project '" + project +
-                                              "' has this content"));
+      return respond(HttpResponse::Error(
+          404, "no image of run '" + run + "' in project '" + project + "' has this content"));
     }
   }
   const std::string etag = "\"" + LowerHex(sha256) + "\"";
@@ -167,7 +169,8 @@ void HandleBlob(ApiContext& ctx, HttpRequest&& req, Responder respond) {
 void RegisterMediaRoutes(HttpServer& server, ApiContext& ctx) {
   RouteStoreRead(server, ctx, "/api/v1/images", HandleImages);
   RouteStoreRead(server, ctx, "/api/v1/texts", HandleTexts);
-  for (const char* method : {"GET", "HEAD"}) RouteStoreReadPrefix(server, ctx, method, kBlobPrefix, HandleBlob);
+  for (const char* method : {"GET", "HEAD"})
+    RouteStoreReadPrefix(server, ctx, method, kBlobPrefix, HandleBlob);
 }
 
 }  // namespace trainwatch::api

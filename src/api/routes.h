@@ -28,24 +28,26 @@ struct ApiContext {
   alerting::AlertManager* alerts = nullptr;  // null: alert routes are not registered
   // Re-reads the rule file and applies it; the error names file and line. Null without a file.
   std::function<Result<std::string>()> reload_rules;
-  auth::KeyStore* keys = nullptr;    // null: key routes are not registered
-  auth::AuditLog* audit = nullptr;   // null: GET /api/v1/audit is not registered
+  auth::KeyStore* keys = nullptr;             // null: key routes are not registered
+  auth::AuditLog* audit = nullptr;            // null: GET /api/v1/audit is not registered
   const auth::TokenIssuer* tokens = nullptr;  // null: POST /api/v1/tokens is not registered
   // The most points one raw /api/v1/series answer holds (the rest is paged with next_from).
   size_t max_raw_points = 1'000'000;
 };
 
 void RegisterWriteRoutes(HttpServer& server, ApiContext& ctx);  // write_routes.cc
-void RegisterRunRoutes(HttpServer& server, ApiContext& ctx);     // run_routes.cc (runs, run, metrics)
-void RegisterSeriesRoutes(HttpServer& server, ApiContext& ctx);  // series_routes.cc
-void RegisterExportRoutes(HttpServer& server, ApiContext& ctx);  // export_routes.cc
+void RegisterRunRoutes(HttpServer& server, ApiContext& ctx);  // run_routes.cc (runs, run, metrics)
+void RegisterSeriesRoutes(HttpServer& server, ApiContext& ctx);   // series_routes.cc
+void RegisterExportRoutes(HttpServer& server, ApiContext& ctx);   // export_routes.cc
 void RegisterRunDataRoutes(HttpServer& server, ApiContext& ctx);  // run_data_routes.cc
-void RegisterMediaRoutes(HttpServer& server, ApiContext& ctx);  // media_routes.cc
-void RegisterOpsRoutes(HttpServer& server, ApiContext& ctx);    // ops_routes.cc
-void RegisterAlertRoutes(HttpServer& server, ApiContext& ctx);  // alert_routes.cc
-void RegisterKeyRoutes(HttpServer& server, ApiContext& ctx);    // key_routes.cc (keys, tokens, audit)
-void RegisterInfluxRoutes(HttpServer& server, ApiContext& ctx);  // influx_routes.cc (/write, /query, /ping)
-void RegisterPromRoutes(HttpServer& server, ApiContext& ctx);    // prom_routes.cc (/prometheus/api/v1/)
+void RegisterMediaRoutes(HttpServer& server, ApiContext& ctx);    // media_routes.cc
+void RegisterOpsRoutes(HttpServer& server, ApiContext& ctx);      // ops_routes.cc
+void RegisterAlertRoutes(HttpServer& server, ApiContext& ctx);    // alert_routes.cc
+void RegisterKeyRoutes(HttpServer& server, ApiContext& ctx);  // key_routes.cc (keys, tokens, audit)
+void RegisterInfluxRoutes(HttpServer& server,
+                          ApiContext& ctx);  // influx_routes.cc (/write, /query, /ping)
+void RegisterPromRoutes(HttpServer& server,
+                        ApiContext& ctx);  // prom_routes.cc (/prometheus/api/v1/)
 
 inline void RegisterRoutes(HttpServer& server, ApiContext& ctx) {
   RegisterWriteRoutes(server, ctx);
@@ -67,8 +69,8 @@ using StoreRead = void (*)(ApiContext&, HttpRequest&&, Responder);
 // Registers `read` for GET (or a prefix, for `prefix`) on the query threads, never the I/O threads
 // (RouteOptions::offload): a slow read holds up no other connection.
 void RouteStoreRead(HttpServer& server, ApiContext& ctx, const std::string& path, StoreRead read);
-void RouteStoreReadPrefix(HttpServer& server, ApiContext& ctx, const std::string& method, const std::string& prefix,
-                          StoreRead read);
+void RouteStoreReadPrefix(HttpServer& server, ApiContext& ctx, const std::string& method,
+                          const std::string& prefix, StoreRead read);
 
 // Maps a Status to an HTTP status code.
 int HttpStatusOf(const Status& status);

@@ -11,8 +11,9 @@
 
 namespace trainwatch::influx::ql {
 
-// Statements are separated by ';' (a trailing one is allowed; a query of only ';' has none). Keywords are case-insensitive;
-// identifiers may be double-quoted, strings are single-quoted, regular expressions /slashed/.
+// Statements are separated by ';' (a trailing one is allowed; a query of only ';' has none).
+// Keywords are case-insensitive; identifiers may be double-quoted, strings are single-quoted,
+// regular expressions /slashed/.
 Result<std::vector<Statement>> ParseInfluxQL(std::string_view query);
 
 // "6h" -> 6 hours in nanoseconds; units u, µ, ms, s, m, h, d, w, combinable ("1h30m").

@@ -160,14 +160,18 @@ TEST(InfluxQLParserTest, ErrorsSayWhatWasFoundWhereInInfluxDbsWords) {
             "found FROM, expected identifier, string, number, bool at line 1, char 8");
   EXPECT_EQ(Error("SELECT v m"), "found m, expected FROM at line 1, char 10");
   EXPECT_EQ(Error("SELEC v FROM m"),
-            "found SELEC, expected SELECT, DELETE, SHOW, CREATE, DROP, EXPLAIN, GRANT, REVOKE, ALTER, SET, KILL at line 1, char 1");
+            "found SELEC, expected SELECT, DELETE, SHOW, CREATE, DROP, EXPLAIN, GRANT, REVOKE, "
+            "ALTER, SET, KILL at line 1, char 1");
   EXPECT_TRUE(ParseInfluxQL(";").value().empty());
   // Where InfluxDB's scanner says the query ended: one further unless it ends in a blank.
-  EXPECT_EQ(Error("SELECT"), "found EOF, expected identifier, string, number, bool at line 1, char 8");
-  EXPECT_EQ(Error("SELECT "), "found EOF, expected identifier, string, number, bool at line 1, char 8");
+  EXPECT_EQ(Error("SELECT"),
+            "found EOF, expected identifier, string, number, bool at line 1, char 8");
+  EXPECT_EQ(Error("SELECT "),
+            "found EOF, expected identifier, string, number, bool at line 1, char 8");
   EXPECT_EQ(Error("SELECT v FROM"), "found EOF, expected identifier at line 1, char 15");
   EXPECT_EQ(Error("SELECT v FROM m; SELEC"),
-            "found SELEC, expected SELECT, DELETE, SHOW, CREATE, DROP, EXPLAIN, GRANT, REVOKE, ALTER, SET, KILL at "
+            "found SELEC, expected SELECT, DELETE, SHOW, CREATE, DROP, EXPLAIN, GRANT, REVOKE, "
+            "ALTER, SET, KILL at "
             "line 1, char 18");
   EXPECT_THAT(Error("SELECT v FROM m\nGROUP BY time(x)"),
               HasSubstr("expected duration at line 2, char 15"));

@@ -193,7 +193,8 @@ MappedPoints MapPoints(const ParsedBody& parsed, const std::string& project, dou
         continue;
       }
       Values*& values = by_field[key];
-      if (values == nullptr) values = &rows.metrics[MetricOf(p, key, metric_tag_value, suffix, mapping)];
+      if (values == nullptr)
+        values = &rows.metrics[MetricOf(p, key, metric_tag_value, suffix, mapping)];
       values->emplace_back(step, NumberOf(value));
     }
   }

@@ -196,7 +196,7 @@ grpc::Status IngestService::Write(
          .target = "stream closed: " + std::to_string(batches) + " batches, " +
                    std::to_string(points_accepted) + " points accepted, " +
                    std::to_string(points_rejected) + " rejected",
-         .outcome = !stopped_on_refusal                           ? 200
+         .outcome = !stopped_on_refusal                         ? 200
                     : refusal == StatusCode::kResourceExhausted ? 507
                                                                 : 503,
          .detail = ""},

@@ -75,15 +75,18 @@ bool CheckMedia(v1::RunBatch* batch, int batch_index, const IngestLimits& limits
                 std::vector<LineError>* errors) {
   const size_t errors_before = errors->size();
   // Error texts are built only for what is refused.
-  auto where = [&] { return "runs[" + std::to_string(batch_index) + "] (run '" + batch->run() + "')"; };
+  auto where = [&] {
+    return "runs[" + std::to_string(batch_index) + "] (run '" + batch->run() + "')";
+  };
   auto tag = [&](const std::string& name) {
     return "'" + ClipUtf8(name, limits.max_name_bytes) + "'";
   };
   Filter(
       batch->mutable_images(), [&](const v1::Image& image) { return CheckImage(image, limits); },
       [&](int i, const v1::Image& image) {
-        return where() + ": images[" + std::to_string(i) + "] (tag " + tag(image.name()) + ", step " +
-               std::to_string(image.step()) + ", index " + std::to_string(image.index()) + ")";
+        return where() + ": images[" + std::to_string(i) + "] (tag " + tag(image.name()) +
+               ", step " + std::to_string(image.step()) + ", index " +
+               std::to_string(image.index()) + ")";
       },
       now, errors);
   Filter(

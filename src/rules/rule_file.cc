@@ -109,14 +109,16 @@ class FileParser {
   }
 
   // `sensitivity: low | default | high` (or the number itself): common.sensitivity.
-  Status ParseSensitivity(const YAML::Node& node, const std::string& where, DetectorSettings* out) const {
+  Status ParseSensitivity(const YAML::Node& node, const std::string& where,
+                          DetectorSettings* out) const {
     Result<std::string> text = Scalar(node, where);
     if (!text.ok()) return text.status();
     std::optional<double> scale = SensitivityScale(*text);
     std::string value = scale ? std::to_string(*scale) : *text;
     Status s = out->Set("common", "sensitivity", value);
     if (!s.ok()) {
-      return Error(node, where + ": expected low, default, high or a number in [0.25, 4], got '" + *text + "'");
+      return Error(node, where + ": expected low, default, high or a number in [0.25, 4], got '" +
+                             *text + "'");
     }
     return s;
   }
@@ -165,8 +167,10 @@ class FileParser {
               body, where, [&](const std::string& k, const YAML::Node& kn, const YAML::Node& v) {
                 if (k == "detectors")
                   return ParseDetectors(v, where + ".detectors", &project.settings);
-                if (k == "sensitivity") return ParseSensitivity(v, where + ".sensitivity", &project.settings);
-                return Error(kn, where + ": unknown key '" + k + "' (known: detectors, sensitivity)");
+                if (k == "sensitivity")
+                  return ParseSensitivity(v, where + ".sensitivity", &project.settings);
+                return Error(kn,
+                             where + ": unknown key '" + k + "' (known: detectors, sensitivity)");
               }));
           out->push_back(std::move(project));
           return Status::Ok();

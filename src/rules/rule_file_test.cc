@@ -191,9 +191,15 @@ groups:
 
 TEST(RuleFileTest, DecoratesBuiltInAlerts) {
   RuleSet rules = MustParse(kExample);
-  detect::Alert alert{.state = detect::AlertState::kFiring, .run = "r", .kind = "loss_spike",
-                      .metric = "train/loss", .step = 12, .time = 5, .value = 4.5,
-                      .severity = "warning", .message = "loss jumped"};
+  detect::Alert alert{.state = detect::AlertState::kFiring,
+                      .run = "r",
+                      .kind = "loss_spike",
+                      .metric = "train/loss",
+                      .step = 12,
+                      .time = 5,
+                      .value = 4.5,
+                      .severity = "warning",
+                      .message = "loss jumped"};
   RuleEvent e = EventFromAlert(alert, rules.DetectorRuleFor("p", AlertKind::kLossSpike), "p");
   EXPECT_EQ("LossSpikeCritical", e.rule);
   EXPECT_EQ("everyone", e.group);
@@ -356,11 +362,12 @@ INSTANTIATE_TEST_SUITE_P(
                   "not 'loss_spike'"},
         ErrorCase{"detectors:\n  loss_spike:\n    spike_ratio: -1\n",
                   "alerts.yml:3: detectors: loss_spike.spike_ratio: must be > 0, got '-1'"},
-        ErrorCase{
-            "detectors:\n  loss_spike:\n    spike_min_records: 2.5\n",
-            "alerts.yml:3: detectors: loss_spike.spike_min_records: expected a whole number, got '2.5'"},
+        ErrorCase{"detectors:\n  loss_spike:\n    spike_min_records: 2.5\n",
+                  "alerts.yml:3: detectors: loss_spike.spike_min_records: expected a whole number, "
+                  "got '2.5'"},
         ErrorCase{"projects:\n  p:\n    sensitivity: paranoid\n",
-                  "alerts.yml:3: projects.p.sensitivity: expected low, default, high or a number in [0.25, 4], "
+                  "alerts.yml:3: projects.p.sensitivity: expected low, default, high or a number "
+                  "in [0.25, 4], "
                   "got 'paranoid'"},
         ErrorCase{"detectors:\n  common:\n    a_slow: 2\n",
                   "alerts.yml:3: detectors: common.a_slow: must be in (0, 1], got '2'"},
@@ -383,8 +390,9 @@ INSTANTIATE_TEST_SUITE_P(
                   "eval_loss, eval_prefixes, loss_fallback_suffix, layer_grad_norm_prefix)"},
         ErrorCase{"detectors:\n  bindings:\n    loss_fallback_suffix: [a, b]\n",
                   "alerts.yml:3: detectors: bindings.loss_fallback_suffix: expected one string"},
-        ErrorCase{"projects:\n  nlp-*:\n    detector: {}\n",
-                  "alerts.yml:3: projects.nlp-*: unknown key 'detector' (known: detectors, sensitivity)"},
+        ErrorCase{
+            "projects:\n  nlp-*:\n    detector: {}\n",
+            "alerts.yml:3: projects.nlp-*: unknown key 'detector' (known: detectors, sensitivity)"},
         ErrorCase{"projects:\n  nlp-*:\n    detectors:\n      loss_spike: {nope: 1}\n",
                   "alerts.yml:4: projects.nlp-*.detectors: unknown parameter 'nope' for "
                   "'loss_spike' (its "

@@ -30,8 +30,8 @@
 #include "server/liveness.h"
 #include "server/version.h"
 #include "storage/chunk_store.h"
-#include "storage/retention.h"
 #include "storage/engine.h"
+#include "storage/retention.h"
 #include "storage/wal/wal_log.h"
 #include "web/dashboard_assets.h"
 
@@ -108,7 +108,8 @@ struct Server::Parts {
       lock.unlock();
       Status s = retention->RunOnce();
       if (!s.ok()) logger->Error("retention pass", {{"error", s.ToString()}});
-      if (Status a = audit->ApplyRetention(); !a.ok()) logger->Error("audit log retention", {{"error", a.ToString()}});
+      if (Status a = audit->ApplyRetention(); !a.ok())
+        logger->Error("audit log retention", {{"error", a.ToString()}});
       lock.lock();
     }
   }
@@ -129,7 +130,8 @@ void RegisterWalMetrics(const storage::wal::WalLog& wal, MetricsRegistry& metric
         &storage::wal::WalStats::bytes_written);
   gauge("trainwatch_wal_queued_bytes", "Bytes appended and not yet durable.",
         &storage::wal::WalStats::queued_bytes);
-  gauge("trainwatch_wal_segments", "Write-ahead log segment files.", &storage::wal::WalStats::segments);
+  gauge("trainwatch_wal_segments", "Write-ahead log segment files.",
+        &storage::wal::WalStats::segments);
   metrics.AddGauge("trainwatch_wal_healthy", "1 while the write-ahead log accepts appends.",
                    [&wal] { return wal.Health().ok() ? 1.0 : 0.0; });
 }
@@ -158,9 +160,10 @@ void FitConnectionsToFileLimit(uint64_t file_limit, api::HttpServerOptions* opti
   const uint64_t room = file_limit > kStoreFileReserve + 16 ? file_limit - kStoreFileReserve : 16;
   if (room >= static_cast<uint64_t>(options->max_connections)) return;
   options->max_connections = static_cast<int>(room);
-  options->max_connections_per_address = std::min(options->max_connections_per_address, options->max_connections);
-  log.Warn("the open-file limit caps HTTP connections", {{"file_limit", file_limit},
-                                                         {"max_connections", room}});
+  options->max_connections_per_address =
+      std::min(options->max_connections_per_address, options->max_connections);
+  log.Warn("the open-file limit caps HTTP connections",
+           {{"file_limit", file_limit}, {"max_connections", room}});
 }
 
 }  // namespace
@@ -180,30 +183,37 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   const uint64_t file_limit = RaiseFileLimit(log);
 
   TW_ASSIGN_OR_RETURN(p->lock, DataDirLock::Acquire(config.data_dir));
-  TW_ASSIGN_OR_RETURN(p->keys, auth::KeyStore::Open(PosixFileSystem(), auth::KeyFilePath(config.data_dir), p->clock));
+  TW_ASSIGN_OR_RETURN(p->keys, auth::KeyStore::Open(PosixFileSystem(),
+                                                    auth::KeyFilePath(config.data_dir), p->clock));
   p->keys->SetBootstrapKey(config.api_key);
   TW_ASSIGN_OR_RETURN(std::string token_secret, auth::RandomTokenSecret());
-  p->tokens = std::make_unique<auth::TokenIssuer>(*p->keys, p->clock, std::move(token_secret), config.token_ttl_seconds);
-  TW_ASSIGN_OR_RETURN(p->audit, auth::AuditLog::Open(PosixFileSystem(), auth::AuditDir(config.data_dir), p->clock,
-                                                      log, config.audit_retention_seconds));
+  p->tokens = std::make_unique<auth::TokenIssuer>(*p->keys, p->clock, std::move(token_secret),
+                                                  config.token_ttl_seconds);
+  TW_ASSIGN_OR_RETURN(
+      p->audit, auth::AuditLog::Open(PosixFileSystem(), auth::AuditDir(config.data_dir), p->clock,
+                                     log, config.audit_retention_seconds));
   if (!p->keys->enabled() && (!config.listen.IsLoopback() || !config.grpc_listen.IsLoopback())) {
     return Status::InvalidArgument(
-        "refusing to listen beyond loopback without an API key: set --api-key or TRAINWATCH_API_KEY, or "
+        "refusing to listen beyond loopback without an API key: set --api-key or "
+        "TRAINWATCH_API_KEY, or "
         "create one with `trainwatch keys create`");
   }
   storage::wal::WalOptions wal_options;
   wal_options.retry_clock = &p->clock;  // after a full disk or EIO, writing resumes by itself
-  TW_ASSIGN_OR_RETURN(auto wal, storage::wal::WalLog::Open(PosixFileSystem(), config.data_dir + "/wal", wal_options));
+  TW_ASSIGN_OR_RETURN(auto wal, storage::wal::WalLog::Open(PosixFileSystem(),
+                                                           config.data_dir + "/wal", wal_options));
   RegisterWalMetrics(*wal, p->metrics);
   TW_ASSIGN_OR_RETURN(auto store, storage::ChunkStore::Open(config.data_dir + "/store"));
   storage::EngineOptions engine_options;
   engine_options.checkpoint_log_bytes = config.checkpoint_log_bytes;
   engine_options.checkpoint_interval_seconds = config.checkpoint_interval_seconds;
-  TW_ASSIGN_OR_RETURN(p->engine, storage::Engine::Open(engine_options, std::move(wal), std::move(store),
-                                                       p->clock, log, p->metrics));
+  TW_ASSIGN_OR_RETURN(
+      p->engine, storage::Engine::Open(engine_options, std::move(wal), std::move(store), p->clock,
+                                       log, p->metrics));
   p->ingestor = std::make_unique<ingest::Ingestor>(*p->engine, p->clock, config.limits, p->metrics);
   std::vector<std::string> secret_patterns = SecretMasker::DefaultPatterns();
-  secret_patterns.insert(secret_patterns.end(), config.secret_patterns.begin(), config.secret_patterns.end());
+  secret_patterns.insert(secret_patterns.end(), config.secret_patterns.begin(),
+                         config.secret_patterns.end());
   p->ingestor->SetSecretMasker(SecretMasker(secret_patterns));
   storage::RetentionOptions retention_options;
   retention_options.max_age_seconds = config.retention_max_age;
@@ -220,58 +230,67 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   p->liveness->Start();
   p->live = std::make_unique<api::LiveHub>(p->metrics);
 
-  // Alerting: rules and receivers from one file; alerts in <data>/alerts, deliveries in <data>/notify.
+  // Alerting: rules and receivers from one file; alerts in <data>/alerts, deliveries in
+  // <data>/notify.
   auto alerting_file = alerting::LoadAlertingFile(PosixFileSystem(), config.alerting_file);
   if (!alerting_file.ok()) return alerting_file.status().WithContext("reading the alerting file");
   notify::OutboxOptions outbox_options;
-  TW_ASSIGN_OR_RETURN(p->outbox, notify::NotificationOutbox::Open(config.data_dir + "/notify", alerting_file->notify,
-                                                                  PosixFileSystem(), p->clock, outbox_options, log,
-                                                                  p->metrics));
+  TW_ASSIGN_OR_RETURN(p->outbox, notify::NotificationOutbox::Open(
+                                     config.data_dir + "/notify", alerting_file->notify,
+                                     PosixFileSystem(), p->clock, outbox_options, log, p->metrics));
   alerting::AlertManagerOptions alert_options;
   alert_options.cooldown_seconds = config.alert_cooldown_seconds;
   alert_options.external_url = config.external_url.empty()
-                                   ? std::string(config.tls() ? "https://" : "http://") + config.listen.host + ":" +
+                                   ? std::string(config.tls() ? "https://" : "http://") +
+                                         config.listen.host + ":" +
                                          std::to_string(config.listen.port)
                                    : config.external_url;
-  TW_ASSIGN_OR_RETURN(p->alerts, alerting::AlertManager::Open(alert_options, PosixFileSystem(), config.data_dir + "/alerts",
-                                                              p->clock, log, p->metrics, alerting_file->rules));
-  p->alerts->SetNotify([outbox = p->outbox.get()](const notify::Notification& n) { return outbox->Enqueue(n); });
+  TW_ASSIGN_OR_RETURN(p->alerts, alerting::AlertManager::Open(
+                                     alert_options, PosixFileSystem(), config.data_dir + "/alerts",
+                                     p->clock, log, p->metrics, alerting_file->rules));
+  p->alerts->SetNotify(
+      [outbox = p->outbox.get()](const notify::Notification& n) { return outbox->Enqueue(n); });
   p->alerts->SetChangeListener([live = p->live.get()](const alerting::AlertRecord& a) {
     live->PublishAlert(a.project, a.run, a.ToJson().dump());
   });
   p->alerts->Start();
-  p->engine->SetCommitListener([live = p->live.get(), alerts = p->alerts.get()](
-                                   const v1::WriteRequest& request, const storage::WriteOutcome& outcome) {
-    if (outcome.duplicate_batch) return;
-    if (outcome.points_written > 0) live->Publish(request);
-    alerts->OnCommit(request);
-  });
+  p->engine->SetCommitListener(
+      [live = p->live.get(), alerts = p->alerts.get()](const v1::WriteRequest& request,
+                                                       const storage::WriteOutcome& outcome) {
+        if (outcome.duplicate_batch) return;
+        if (outcome.points_written > 0) live->Publish(request);
+        alerts->OnCommit(request);
+      });
 
   // TLS files are checked (and a bad one named) before anything listens.
   if (config.tls()) {
     TW_ASSIGN_OR_RETURN(p->tls, api::ServerTlsContext::Load(PosixFileSystem(), config.tls_files()));
   } else if (!config.listen.IsLoopback() || !config.grpc_listen.IsLoopback()) {
-    log.Warn("serving plaintext beyond loopback: keys and data cross the network in clear text; "
-             "use --tls-cert and --tls-key (docs/security.md)");
+    log.Warn(
+        "serving plaintext beyond loopback: keys and data cross the network in clear text; "
+        "use --tls-cert and --tls-key (docs/security.md)");
   }
 
   // gRPC first: /api/v1/info tells clients the port it is bound to.
-  p->grpc_service = std::make_unique<ingest::IngestService>(*p->ingestor, p->keys.get(), config.allow_from,
-                                                           p->audit.get());
+  p->grpc_service = std::make_unique<ingest::IngestService>(*p->ingestor, p->keys.get(),
+                                                            config.allow_from, p->audit.get());
   grpc::ServerBuilder builder;
-  std::string grpc_address = config.grpc_listen.host + ":" + std::to_string(config.grpc_listen.port);
+  std::string grpc_address =
+      config.grpc_listen.host + ":" + std::to_string(config.grpc_listen.port);
   if (config.grpc_listen.host.find(':') != std::string::npos) {
     grpc_address = "[" + config.grpc_listen.host + "]:" + std::to_string(config.grpc_listen.port);
   }
   std::shared_ptr<grpc::ServerCredentials> grpc_credentials = grpc::InsecureServerCredentials();
-  if (config.tls()) {  // the same certificate as HTTP, re-read when its files change (ingest/grpc_tls.h)
+  if (config.tls()) {  // the same certificate as HTTP, re-read when its files change
+                       // (ingest/grpc_tls.h)
     auto tls = ingest::GrpcTlsCredentials(config.tls_files());
     if (!tls.ok()) return tls.status().WithContext("gRPC TLS");
     grpc_credentials = std::move(tls).value();
   }
   builder.AddListeningPort(grpc_address, grpc_credentials, &p->grpc_port);
   builder.RegisterService(p->grpc_service.get());
-  builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<uint64_t>(config.limits.max_body_bytes, INT32_MAX)));
+  builder.SetMaxReceiveMessageSize(
+      static_cast<int>(std::min<uint64_t>(config.limits.max_body_bytes, INT32_MAX)));
   // Never share the port with another process (gRPC sets SO_REUSEPORT by default).
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   p->grpc = builder.BuildAndStart();
@@ -281,16 +300,25 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
 
   api::ServerInfo info;
   info.version = kVersion;
-  info.grpc_address = grpc_address.substr(0, grpc_address.rfind(':') + 1) + std::to_string(p->grpc_port);
+  info.grpc_address =
+      grpc_address.substr(0, grpc_address.rfind(':') + 1) + std::to_string(p->grpc_port);
   info.grpc_tls = config.tls();
   p->querier = std::make_unique<query::LocalQuerier>(*p->engine);
-  p->api = std::make_unique<api::ApiContext>(
-      api::ApiContext{*p->engine, *p->querier, *p->ingestor, p->metrics, *p->live, std::move(info), p->clock, p->alerts.get(), {}});
+  p->api = std::make_unique<api::ApiContext>(api::ApiContext{*p->engine,
+                                                             *p->querier,
+                                                             *p->ingestor,
+                                                             p->metrics,
+                                                             *p->live,
+                                                             std::move(info),
+                                                             p->clock,
+                                                             p->alerts.get(),
+                                                             {}});
   p->api->keys = p->keys.get();
   p->api->audit = p->audit.get();
   p->api->max_raw_points = config.max_raw_points;
   p->api->tokens = p->tokens.get();
-  if (!config.alerting_file.empty()) p->api->reload_rules = [parts = p.get()] { return parts->ReloadAlerting(); };
+  if (!config.alerting_file.empty())
+    p->api->reload_rules = [parts = p.get()] { return parts->ReloadAlerting(); };
   api::HttpServerOptions http_options;
   http_options.tls = p->tls.get();
   http_options.host = config.listen.host;
@@ -307,18 +335,22 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   FitConnectionsToFileLimit(file_limit, &http_options, log);
   p->http = std::make_unique<api::HttpServer>(http_options, log, p->metrics);
   api::RegisterRoutes(*p->http, *p->api);
-  api::RegisterStaticFiles(*p->http, std::make_shared<const api::StaticFiles>(web::DashboardAssets()));
+  api::RegisterStaticFiles(*p->http,
+                           std::make_shared<const api::StaticFiles>(web::DashboardAssets()));
   if (web::DashboardIsPlaceholder()) {
-    log.Info("the web dashboard was not built into this binary: / serves a placeholder page (see docs/operations.md)");
+    log.Info(
+        "the web dashboard was not built into this binary: / serves a placeholder page (see "
+        "docs/operations.md)");
   }
   if (Status s = p->http->Start(); !s.ok()) {
     p->grpc->Shutdown();
     return s.WithContext("starting HTTP");
   }
-  log.Info("trainwatch serving", {{"http", std::string(config.tls() ? "https://" : "http://") + config.listen.host + ":" +
-                                              std::to_string(p->http->port())},
-                                  {"grpc", config.grpc_listen.host + ":" + std::to_string(p->grpc_port)},
-                                  {"data_dir", config.data_dir}});
+  log.Info("trainwatch serving",
+           {{"http", std::string(config.tls() ? "https://" : "http://") + config.listen.host + ":" +
+                         std::to_string(p->http->port())},
+            {"grpc", config.grpc_listen.host + ":" + std::to_string(p->grpc_port)},
+            {"data_dir", config.data_dir}});
   return std::unique_ptr<Server>(new Server(std::move(p)));
 }
 
@@ -327,7 +359,8 @@ uint16_t Server::grpc_port() const { return static_cast<uint16_t>(parts_->grpc_p
 storage::Engine& Server::engine() { return *parts_->engine; }
 
 Result<std::string> Server::ReloadAlerting() {
-  if (parts_->config.alerting_file.empty()) return Status::NotFound("no alerting file is configured (--alerting FILE)");
+  if (parts_->config.alerting_file.empty())
+    return Status::NotFound("no alerting file is configured (--alerting FILE)");
   return parts_->ReloadAlerting();
 }
 

@@ -41,7 +41,9 @@ class ChunkCache {
     bool operator==(const Key&) const = default;
   };
   struct KeyHash {
-    size_t operator()(const Key& k) const { return std::hash<uint64_t>()(k.series * 1000003 + k.chunk_no); }
+    size_t operator()(const Key& k) const {
+      return std::hash<uint64_t>()(k.series * 1000003 + k.chunk_no);
+    }
   };
   struct Entry {
     Key key;
@@ -49,14 +51,15 @@ class ChunkCache {
     BlocksPtr blocks;  // may be null
   };
   static uint64_t SizeOf(const Entry& e) {
-    return e.points->size() * sizeof(Point) + (e.blocks ? e.blocks->size() * sizeof(BlockSummary) : 0) + 64;
+    return e.points->size() * sizeof(Point) +
+           (e.blocks ? e.blocks->size() * sizeof(BlockSummary) : 0) + 64;
   }
 
   const uint64_t capacity_bytes_;
   mutable std::mutex mu_;
   std::list<Entry> lru_;  // GUARDED_BY(mu_); front = most recent
   std::unordered_map<Key, std::list<Entry>::iterator, KeyHash> index_;  // GUARDED_BY(mu_)
-  uint64_t bytes_ = 0;  // GUARDED_BY(mu_)
+  uint64_t bytes_ = 0;                                                  // GUARDED_BY(mu_)
 };
 
 }  // namespace trainwatch::storage

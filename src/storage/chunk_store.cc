@@ -89,11 +89,11 @@ bool DecodeChunkHeader(std::string_view data, ChunkRef* c) {
   uint8_t version = 0, flags = 0;
   Summary& s = c->summary;
   bool ok = in.GetByte(&version) && version == kRecordVersion && in.GetFixed32(&c->gen) &&
-            in.GetByte(&flags) && in.GetFixed64(&c->encoded_bytes) &&
-            in.GetFixed64(&s.count) && in.GetFixed64(&s.nan_count) && in.GetDouble(&s.min) &&
-            in.GetDouble(&s.max) && in.GetDouble(&s.first) && in.GetDouble(&s.last) &&
-            in.GetDouble(&s.sum) && in.GetInt64(&s.first_step) && in.GetInt64(&s.last_step) &&
-            in.GetDouble(&s.min_time) && in.GetDouble(&s.max_time) && in.empty();
+            in.GetByte(&flags) && in.GetFixed64(&c->encoded_bytes) && in.GetFixed64(&s.count) &&
+            in.GetFixed64(&s.nan_count) && in.GetDouble(&s.min) && in.GetDouble(&s.max) &&
+            in.GetDouble(&s.first) && in.GetDouble(&s.last) && in.GetDouble(&s.sum) &&
+            in.GetInt64(&s.first_step) && in.GetInt64(&s.last_step) && in.GetDouble(&s.min_time) &&
+            in.GetDouble(&s.max_time) && in.empty();
   c->superseded = (flags & 1) != 0;
   c->times_from_clock = (flags & 2) != 0;
   return ok;
@@ -105,8 +105,8 @@ ChunkStore::ChunkStore(std::unique_ptr<rocksdb::DB> db)
     : db_(std::move(db)), runs_(*db_), blobs_(*db_), writers_(*db_), checkpoint_(*db_) {
   for (StepEntryType type : kAllStepEntryTypes) {
     const StepEntryKind& kind = KindOf(type);
-    entries_[static_cast<size_t>(type)] = std::make_unique<StepEntryStore>(
-        *db_, kind, kind.holds_references ? &blobs_ : nullptr);
+    entries_[static_cast<size_t>(type)] =
+        std::make_unique<StepEntryStore>(*db_, kind, kind.holds_references ? &blobs_ : nullptr);
   }
 }
 ChunkStore::~ChunkStore() = default;
@@ -115,7 +115,8 @@ Result<std::unique_ptr<ChunkStore>> ChunkStore::Open(const std::string& dir,
                                                      const ChunkStoreOptions& store_options) {
   rocksdb::Options options;
   if (store_options.env != nullptr) options.env = store_options.env;
-  if (store_options.write_buffer_bytes > 0) options.write_buffer_size = store_options.write_buffer_bytes;
+  if (store_options.write_buffer_bytes > 0)
+    options.write_buffer_size = store_options.write_buffer_bytes;
   options.create_if_missing = true;
   options.compression = rocksdb::kNoCompression;  // chunks are compressed by their own codec
   options.max_background_jobs = 2;
@@ -146,7 +147,8 @@ Status ChunkStore::PutSeries(const SeriesRecord& series) {
                    "writing series record");
 }
 
-Status ChunkStore::DeleteChunks(const SeriesRecord& series, const std::vector<uint32_t>& chunk_nos) {
+Status ChunkStore::DeleteChunks(const SeriesRecord& series,
+                                const std::vector<uint32_t>& chunk_nos) {
   rocksdb::WriteBatch batch;
   for (uint32_t no : chunk_nos) {
     batch.Delete(ChunkKeyOf('c', series.id, no));
@@ -183,7 +185,8 @@ Result<std::string> ChunkStore::GetChunk(SeriesId id, uint32_t chunk_no) const {
   std::string value;
   rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), ChunkKeyOf('d', id, chunk_no), &value);
   if (s.IsNotFound()) {
-    return Status::NotFound("chunk " + std::to_string(chunk_no) + " of series " + std::to_string(id));
+    return Status::NotFound("chunk " + std::to_string(chunk_no) + " of series " +
+                            std::to_string(id));
   }
   TW_RETURN_IF_ERROR(FromRocks(s, "reading chunk"));
   return value;

@@ -33,7 +33,7 @@
 namespace rocksdb {
 class DB;
 class Env;
-}
+}  // namespace rocksdb
 
 namespace trainwatch::storage {
 

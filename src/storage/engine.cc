@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "storage/encoding/chunk_codec.h"
 #include "common/json.h"
+#include "storage/encoding/chunk_codec.h"
 
 namespace trainwatch::storage {
 
@@ -24,7 +24,8 @@ Engine::Engine(const EngineOptions& options, std::unique_ptr<Log> log,
       rewinds_(metrics.AddCounter("trainwatch_rewinds_total",
                                   "New timelines started by a changed value at a written step.")),
       chunks_sealed_(metrics.AddCounter("trainwatch_chunks_sealed_total", "Chunks persisted.")),
-      seal_errors_(metrics.AddCounter("trainwatch_seal_errors_total", "Chunks that failed to persist.")),
+      seal_errors_(
+          metrics.AddCounter("trainwatch_seal_errors_total", "Chunks that failed to persist.")),
       checkpoints_(metrics.AddCounter("trainwatch_checkpoints_total", "Checkpoints completed.")) {
   metrics.AddGauge("trainwatch_series", "Series in the store.",
                    [this] { return static_cast<double>(SeriesCount()); });
@@ -32,7 +33,8 @@ Engine::Engine(const EngineOptions& options, std::unique_ptr<Log> log,
                    [this] { return static_cast<double>(DiskBytes()); });
   metrics.AddGauge("trainwatch_chunk_cache_bytes", "Decoded chunks held in memory.",
                    [this] { return static_cast<double>(cache_.bytes()); });
-  metrics.AddGauge("trainwatch_image_blobs", "Distinct image contents stored (each once, by SHA-256).",
+  metrics.AddGauge("trainwatch_image_blobs",
+                   "Distinct image contents stored (each once, by SHA-256).",
                    [this] { return static_cast<double>(BlobTotals().blobs); });
   metrics.AddGauge("trainwatch_image_blob_bytes", "Bytes of the stored image contents.",
                    [this] { return static_cast<double>(BlobTotals().bytes); });
@@ -57,15 +59,18 @@ Engine::~Engine() {
 }
 
 Status Engine::LoadStore() {
-  TW_RETURN_IF_ERROR(store_->runs().ForEachRun([&](std::string project, std::string id, std::string json) {
-    Result<nlohmann::json> j = ParseJson(json);
-    if (!j.ok()) return Status::Corruption("run record of " + project + "/" + id + ": " + j.status().message());
-    TW_ASSIGN_OR_RETURN(RunInfo info, RunInfo::FromJson(*j));
-    auto run = std::make_unique<Run>();
-    run->info = std::move(info);
-    runs_[RunKey{project, id}] = std::move(run);
-    return Status::Ok();
-  }));
+  TW_RETURN_IF_ERROR(
+      store_->runs().ForEachRun([&](std::string project, std::string id, std::string json) {
+        Result<nlohmann::json> j = ParseJson(json);
+        if (!j.ok())
+          return Status::Corruption("run record of " + project + "/" + id + ": " +
+                                    j.status().message());
+        TW_ASSIGN_OR_RETURN(RunInfo info, RunInfo::FromJson(*j));
+        auto run = std::make_unique<Run>();
+        run->info = std::move(info);
+        runs_[RunKey{project, id}] = std::move(run);
+        return Status::Ok();
+      }));
   TW_RETURN_IF_ERROR(LoadStepEntries());
   TW_RETURN_IF_ERROR(store_->ForEachSeries([&](SeriesRecord record) {
     auto series = std::make_unique<Series>(record.id, record.key);
@@ -155,15 +160,14 @@ Status Engine::Replay() {
         return Status::Ok();
       }));
   if (stats.torn_tail_bytes > 0 || stats.corrupt_records > 0) {
-    logger_.Warn("write-ahead log damage repaired",
-                 {{"torn_tail_bytes", stats.torn_tail_bytes},
-                  {"corrupt_records", stats.corrupt_records},
-                  {"report", stats.report}});
+    logger_.Warn("write-ahead log damage repaired", {{"torn_tail_bytes", stats.torn_tail_bytes},
+                                                     {"corrupt_records", stats.corrupt_records},
+                                                     {"report", stats.report}});
   }
   logger_.Info("write-ahead log replayed", {{"from_lsn", checkpoint},
-                                           {"records", stats.records},
-                                           {"applied", applied},
-                                           {"bytes", stats.bytes}});
+                                            {"records", stats.records},
+                                            {"applied", applied},
+                                            {"bytes", stats.bytes}});
   return Status::Ok();
 }
 
@@ -301,7 +305,8 @@ void Engine::WaitForSealer() {
 
 Status Engine::AwaitSealerOrError() {
   std::unique_lock lock(sealer_mu_);
-  sealer_cv_.wait(lock, [&] { return (seal_queue_.empty() && !sealer_busy_) || !store_error_.ok(); });
+  sealer_cv_.wait(lock,
+                  [&] { return (seal_queue_.empty() && !sealer_busy_) || !store_error_.ok(); });
   return store_error_;
 }
 
@@ -360,13 +365,15 @@ Status Engine::Checkpoint() {
 
 Status Engine::PersistCheckpoint(uint64_t lsn,
                                  const std::vector<std::pair<std::string, uint64_t>>& writers) {
-  TW_RETURN_IF_ERROR(AwaitSealerOrError().WithContext("sealed chunks failed to persist; keeping the log"));
+  TW_RETURN_IF_ERROR(
+      AwaitSealerOrError().WithContext("sealed chunks failed to persist; keeping the log"));
   // Unsynced writes reach the disk in no particular order, so what claims coverage goes in only
   // once what it covers is durable: a writer sequence durable before the chunks holding its batch
   // would make replay skip that batch as a duplicate (the crash test lost acknowledged points so).
   TW_RETURN_IF_ERROR(store_->Sync());
   for (const auto& [writer, seq] : writers) {
-    TW_RETURN_IF_ERROR(store_->writers().Put(writer, seq).WithContext("persisting writer sequences"));
+    TW_RETURN_IF_ERROR(
+        store_->writers().Put(writer, seq).WithContext("persisting writer sequences"));
   }
   return store_->checkpoint().Put(lsn + 1);  // synced: the writer sequences with it
 }

@@ -1,14 +1,14 @@
 // Engine: the embedded metric store. It consumes the LOG — every record is appended durably, then
 // applied to memory in LSN order, then acknowledged — keeps each series' newest points in an
-// in-memory head, seals full heads into encoded chunks in the ChunkStore on a background thread, and
-// answers reads over heads and chunks alike.
+// in-memory head, seals full heads into encoded chunks in the ChunkStore on a background thread,
+// and answers reads over heads and chunks alike.
 //
-// Recovery: Open loads the store (series, chunk headers, runs, writer sequences) and replays the log
-// from the last checkpoint; a record already covered by a series' persisted chunks (lsn <=
+// Recovery: Open loads the store (series, chunk headers, runs, writer sequences) and replays the
+// log from the last checkpoint; a record already covered by a series' persisted chunks (lsn <=
 // flushed_lsn) is skipped for that series, so replay applies each point exactly once.
 //
-// Thread-safety: every public method is thread-safe. Records are applied one at a time, on the log's
-// callback thread; reads run concurrently with it under per-series shared locks.
+// Thread-safety: every public method is thread-safe. Records are applied one at a time, on the
+// log's callback thread; reads run concurrently with it under per-series shared locks.
 #pragma once
 
 #include <array>
@@ -67,10 +67,10 @@ struct EngineOptions {
 // What applying one write did.
 struct WriteOutcome {
   uint64_t lsn = 0;
-  uint64_t points_written = 0;  // appended, filled in, or starting a new timeline
+  uint64_t points_written = 0;    // appended, filled in, or starting a new timeline
   uint64_t points_unchanged = 0;  // identical to what the step already held
   uint64_t rewinds = 0;
-  uint64_t series_rewound = 0;  // series a run rewind (RunMetadata.rewind_step) cut
+  uint64_t series_rewound = 0;   // series a run rewind (RunMetadata.rewind_step) cut
   bool duplicate_batch = false;  // (writer_id, sequence) had been applied before
 };
 
@@ -149,8 +149,8 @@ class Engine {
   std::vector<MetricInfo> ListMetrics(const std::string& project, const std::string& run) const;
   // Runs that have recorded a heartbeat interval (writers that send heartbeats).
   std::vector<RunLiveness> ListHeartbeatRuns() const;
-  // For each run (in order; empty for an unknown run), the newest visible point of each named metric
-  // the run has, in the order asked.
+  // For each run (in order; empty for an unknown run), the newest visible point of each named
+  // metric the run has, in the order asked.
   std::vector<std::vector<std::pair<std::string, Point>>> LatestValues(
       const std::vector<RunKey>& runs, const std::vector<std::string>& metrics) const;
   size_t SeriesCount() const;
@@ -161,8 +161,8 @@ class Engine {
   // Visible points of a series in [from_step, to_step], by step. NotFound if no such series.
   // With options.max_points, *next_step (when given) is set to the step the points left out start
   // at, or reset when none were.
-  Status ReadSeries(const SeriesKey& key, const SeriesReadOptions& options,
-                    std::vector<Point>* out, std::optional<int64_t>* next_step = nullptr) const;
+  Status ReadSeries(const SeriesKey& key, const SeriesReadOptions& options, std::vector<Point>* out,
+                    std::optional<int64_t>* next_step = nullptr) const;
   // Points hidden by rewinds, by (step, generation).
   Status ReadSuperseded(const SeriesKey& key, std::vector<SupersededPoint>* out) const;
   // The steps and times the series' visible points span. NotFound if there is no such series, or
@@ -220,13 +220,14 @@ class Engine {
 
  private:
   struct Run {
-    RunInfo info;  // guarded by runs_mu_
+    RunInfo info;                                     // guarded by runs_mu_
     std::unordered_map<std::string, Series*> series;  // guarded by runs_mu_
     // The same series indexed by their project-wide metric id (nullptr where the run lacks one):
     // listing the latest values of many runs resolves each name once, not once per run.
     std::vector<Series*> by_metric_id;  // guarded by runs_mu_
   };
-  // Interns `metric` in its project and files `series` under the id in `run`. Caller holds runs_mu_.
+  // Interns `metric` in its project and files `series` under the id in `run`. Caller holds
+  // runs_mu_.
   void IndexSeries(Run& run, const std::string& metric, Series* series);
   struct SealJob {
     Series* series;
@@ -244,7 +245,8 @@ class Engine {
   Status LoadStore();
   // Loads every per-step kind's summaries and the blob totals (engine_step_entries.cc).
   Status LoadStepEntries();
-  // Creates a minimal run for data loaded before its run record. Caller holds runs_mu_ (or is Open).
+  // Creates a minimal run for data loaded before its run record. Caller holds runs_mu_ (or is
+  // Open).
   void EnsureLoadedRun(const RunKey& key);
   Status Replay();
 
@@ -288,7 +290,8 @@ class Engine {
   void SealerLoop();
   // Checkpoint's store part: waits for the sealer, syncs the store, then persists the writer
   // sequences and the checkpoint LSN (lsn + 1), synced.
-  Status PersistCheckpoint(uint64_t lsn, const std::vector<std::pair<std::string, uint64_t>>& writers);
+  Status PersistCheckpoint(uint64_t lsn,
+                           const std::vector<std::pair<std::string, uint64_t>>& writers);
   // WaitForSealer, but returns the store's error instead of waiting while the sealer retries a
   // seal that failed (a checkpoint then fails rather than blocks).
   Status AwaitSealerOrError();
@@ -320,8 +323,8 @@ class Engine {
   // One kind's index: run -> name -> summary, mirroring the store's "H", "I" or "T" records.
   using EntryIndex = std::map<RunKey, std::map<std::string, StepEntrySummary>>;
   // fn(name, step, index, value); false stops the scan.
-  using StepEntryVisitor = std::function<bool(const std::string& name, int64_t step,
-                                              uint32_t index, std::string_view value)>;
+  using StepEntryVisitor = std::function<bool(const std::string& name, int64_t step, uint32_t index,
+                                              std::string_view value)>;
   // Stores one entry of a kind (replacing the one at its place) and updates the index; `payload`
   // is what the entry refers to (an image's bytes). A failure is logged and the entry skipped.
   void ApplyStepEntry(StepEntryType type, const SeriesKey& name, int64_t step, uint32_t index,
@@ -349,7 +352,7 @@ class Engine {
 
   // Serialises applying records with checkpoints.
   std::mutex apply_mu_;
-  uint64_t last_applied_lsn_ = 0;  // GUARDED_BY(apply_mu_)
+  uint64_t last_applied_lsn_ = 0;            // GUARDED_BY(apply_mu_)
   uint64_t log_bytes_since_checkpoint_ = 0;  // GUARDED_BY(apply_mu_)
   std::atomic<bool> checkpoint_requested_{false};
   std::atomic<bool> written_since_checkpoint_{false};
@@ -357,13 +360,14 @@ class Engine {
   std::atomic<bool> closed_{false};
 
   mutable std::shared_mutex runs_mu_;
-  std::map<RunKey, std::unique_ptr<Run>> runs_;  // GUARDED_BY(runs_mu_)
+  std::map<RunKey, std::unique_ptr<Run>> runs_;                   // GUARDED_BY(runs_mu_)
   std::unordered_map<SeriesId, std::unique_ptr<Series>> series_;  // GUARDED_BY(runs_mu_)
   // Deleted series, emptied but kept alive: a reader may still hold a pointer from FindSeries.
-  std::vector<std::unique_ptr<Series>> deleted_series_;  // GUARDED_BY(runs_mu_)
+  std::vector<std::unique_ptr<Series>> deleted_series_;         // GUARDED_BY(runs_mu_)
   std::unordered_map<std::string, size_t> series_per_project_;  // GUARDED_BY(runs_mu_)
   // project -> metric name -> id, for Run::by_metric_id. Ids are never reused.
-  std::unordered_map<std::string, std::unordered_map<std::string, uint32_t>> metric_ids_;  // GUARDED_BY(runs_mu_)
+  std::unordered_map<std::string, std::unordered_map<std::string, uint32_t>>
+      metric_ids_;               // GUARDED_BY(runs_mu_)
   SeriesId next_series_id_ = 1;  // GUARDED_BY(runs_mu_)
 
   // The per-step entry indexes, one per kind, and the blob totals. The mutex also serialises the
@@ -375,10 +379,12 @@ class Engine {
 
   mutable std::mutex writers_mu_;
   std::unordered_map<std::string, uint64_t> writers_;  // GUARDED_BY(writers_mu_)
-  std::unordered_set<std::string> dirty_writers_;     // GUARDED_BY(writers_mu_): changed since the last checkpoint
+  std::unordered_set<std::string>
+      dirty_writers_;  // GUARDED_BY(writers_mu_): changed since the last checkpoint
 
   mutable std::mutex fences_mu_;
-  std::unordered_map<std::string, uint64_t> fences_;  // GUARDED_BY(fences_mu_): writer -> refused sequence
+  std::unordered_map<std::string, uint64_t>
+      fences_;  // GUARDED_BY(fences_mu_): writer -> refused sequence
 
   std::mutex listener_mu_;
   CommitListener listener_;  // GUARDED_BY(listener_mu_)

@@ -2,8 +2,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "storage/engine.h"
 #include "common/json.h"
+#include "storage/engine.h"
 
 namespace trainwatch::storage {
 namespace {
@@ -88,7 +88,8 @@ WriteOutcome Engine::ApplyRecord(uint64_t lsn, const v1::WriteRequest& request) 
   for (Series* series : touched) {
     std::unique_lock lock(series->mu);
     if (series->head.size() >= options_.chunk_points || series->superseded.size() > 1 ||
-        (series->superseded.size() == 1 && series->superseded[0].points.size() >= options_.chunk_points)) {
+        (series->superseded.size() == 1 &&
+         series->superseded[0].points.size() >= options_.chunk_points)) {
       Seal(*series, lsn);
     }
   }
@@ -102,12 +103,18 @@ void Engine::ApplyRunBatch(uint64_t lsn, const v1::RunBatch& batch, WriteOutcome
                            std::vector<Series*>* touched) {
   // A new run starts at the batch's first time; the server's clock only when the batch has none.
   double first_time;
-  if (batch.times_size() > 0) first_time = batch.times(0);
-  else if (batch.has_heartbeat()) first_time = batch.heartbeat().received_time();
-  else if (batch.histograms_size() > 0) first_time = batch.histograms(0).time();
-  else if (batch.images_size() > 0) first_time = batch.images(0).time();
-  else if (batch.texts_size() > 0) first_time = batch.texts(0).time();
-  else first_time = clock_.NowUnixSeconds();
+  if (batch.times_size() > 0)
+    first_time = batch.times(0);
+  else if (batch.has_heartbeat())
+    first_time = batch.heartbeat().received_time();
+  else if (batch.histograms_size() > 0)
+    first_time = batch.histograms(0).time();
+  else if (batch.images_size() > 0)
+    first_time = batch.images(0).time();
+  else if (batch.texts_size() > 0)
+    first_time = batch.texts(0).time();
+  else
+    first_time = clock_.NowUnixSeconds();
   Run& run = GetOrCreateRun(batch.project(), batch.run(), first_time);
   if (batch.has_metadata()) {
     ApplyMetadata(run, batch.metadata());
@@ -133,14 +140,15 @@ void Engine::ApplyRunBatch(uint64_t lsn, const v1::RunBatch& batch, WriteOutcome
         double t = has_times ? batch.times(row) : first_time;
         ApplyClockPoint(*clock, Point{batch.steps(row), t, t});
       }
-      if (std::find(touched->begin(), touched->end(), clock) == touched->end()) touched->push_back(clock);
+      if (std::find(touched->begin(), touched->end(), clock) == touched->end())
+        touched->push_back(clock);
     }
   }
   for (const v1::MetricColumn& column : batch.metrics()) {
     Series& series = GetOrCreateSeries(run, column.name());
     std::unique_lock lock(series.mu);
     if (series.clock == nullptr) series.clock = clock;  // a series created before its run had rows
-    if (lsn <= series.flushed_lsn) continue;  // replay: already in persisted chunks
+    if (lsn <= series.flushed_lsn) continue;            // replay: already in persisted chunks
     const bool dense = column.rows_size() == 0;
     const int n = column.values_size();
     bool any = false;
@@ -149,9 +157,15 @@ void Engine::ApplyRunBatch(uint64_t lsn, const v1::RunBatch& batch, WriteOutcome
       if (row < 0 || row >= rows) continue;  // validated before logging; never trust blindly
       Point p{batch.steps(row), has_times ? batch.times(row) : first_time, column.values(i)};
       switch (ApplyPoint(series, p)) {
-        case ApplyOutcome::kDuplicate: ++outcome->points_unchanged; break;
-        case ApplyOutcome::kRewound: ++outcome->rewinds; [[fallthrough]];
-        default: ++outcome->points_written; any = true;
+        case ApplyOutcome::kDuplicate:
+          ++outcome->points_unchanged;
+          break;
+        case ApplyOutcome::kRewound:
+          ++outcome->rewinds;
+          [[fallthrough]];
+        default:
+          ++outcome->points_written;
+          any = true;
       }
     }
     if (any) series.PublishLatest();
@@ -313,7 +327,8 @@ void Engine::Seal(Series& series, uint64_t lsn) {
     job.chunks.push_back(chunk);
   };
   // A big batch can leave a head longer than one chunk should be: cut it into equal pieces of at
-  // least chunk_points (no short leftover, which would compress worse and cost a record of its own).
+  // least chunk_points (no short leftover, which would compress worse and cost a record of its
+  // own).
   auto make_chunks = [&](std::vector<Point>& points, bool superseded, uint32_t gen) {
     if (points.empty()) return;
     const size_t target = std::max<size_t>(1, options_.chunk_points);

@@ -67,8 +67,8 @@ v1::WriteRequest Batch(uint64_t seq) {
 // What the "client" knows across lifetimes, as the SDK's spool would.
 struct History {
   std::mutex mu;
-  std::set<uint64_t> acknowledged;  // GUARDED_BY(mu)
-  uint64_t next_seq = 1;            // the next batch never sent
+  std::set<uint64_t> acknowledged;   // GUARDED_BY(mu)
+  uint64_t next_seq = 1;             // the next batch never sent
   uint64_t lost_unacknowledged = 0;  // batches sent, not acknowledged, absent after the crash
   uint64_t checkpoints = 0;
   uint64_t crashes_mid_write = 0;
@@ -95,8 +95,8 @@ class EngineCrashTest : public ::testing::Test {
     EXPECT_TRUE(store.ok()) << store.status().ToString();
     if (!store.ok()) return nullptr;
     EngineOptions options;
-    options.chunk_points = 8;               // a seal every other batch
-    options.checkpoint_log_bytes = 3000;    // a checkpoint (and WAL truncation) every few batches
+    options.chunk_points = 8;             // a seal every other batch
+    options.checkpoint_log_bytes = 3000;  // a checkpoint (and WAL truncation) every few batches
     options.checkpoint_interval_seconds = 1e9;  // the manual clock never gets there
     auto engine = Engine::Open(options, std::move(wal).value(), std::move(store).value(), clock_,
                                logger_, metrics);
@@ -122,8 +122,10 @@ class EngineCrashTest : public ::testing::Test {
       }
       // A batch is written as a whole: every step of it, in every metric, or none.
       std::set<uint64_t> in_metric;
-      for (const Point& p : points) in_metric.insert(static_cast<uint64_t>(p.step / kStepsPerBatch) + 1);
-      EXPECT_EQ(points.size(), in_metric.size() * kStepsPerBatch) << MetricName(m) << ": a partial batch";
+      for (const Point& p : points)
+        in_metric.insert(static_cast<uint64_t>(p.step / kStepsPerBatch) + 1);
+      EXPECT_EQ(points.size(), in_metric.size() * kStepsPerBatch)
+          << MetricName(m) << ": a partial batch";
     }
     std::lock_guard lock(history.mu);
     for (uint64_t seq : history.acknowledged) {
@@ -191,7 +193,8 @@ class EngineCrashTest : public ::testing::Test {
     const bool torn = lifetime % 2 == 1;
     Status wal_crash = torn ? wal_fs_.CrashWithTornWrites(rng()) : wal_fs_.Crash();
     ASSERT_TRUE(wal_crash.ok()) << wal_crash.ToString();
-    rocksdb::IOStatus rocks_crash = torn ? rocks_fs_->CrashWithTornWrites(rng()) : rocks_fs_->Crash();
+    rocksdb::IOStatus rocks_crash =
+        torn ? rocks_fs_->CrashWithTornWrites(rng()) : rocks_fs_->Crash();
     ASSERT_TRUE(rocks_crash.ok()) << rocks_crash.ToString();
     engine.reset();  // the dead process's threads stop; every write of theirs fails
     {
@@ -227,12 +230,12 @@ TEST_F(EngineCrashTest, NoAcknowledgedPointIsLostOrDoubledOverManyLifetimes) {
   EXPECT_GT(history.acknowledged.size(), 400u);
   EXPECT_GT(history.checkpoints, 40u);
   EXPECT_GT(history.crashes_mid_write, 20u);
-  std::printf("crash test: %d lifetimes, %zu batches acknowledged, %llu explicit checkpoints, "
-              "%llu crashes with writes in flight, %llu unacknowledged batches lost and re-sent\n",
-              kLifetimes, history.acknowledged.size(),
-              static_cast<unsigned long long>(history.checkpoints),
-              static_cast<unsigned long long>(history.crashes_mid_write),
-              static_cast<unsigned long long>(history.lost_unacknowledged));
+  std::printf(
+      "crash test: %d lifetimes, %zu batches acknowledged, %llu explicit checkpoints, "
+      "%llu crashes with writes in flight, %llu unacknowledged batches lost and re-sent\n",
+      kLifetimes, history.acknowledged.size(), static_cast<unsigned long long>(history.checkpoints),
+      static_cast<unsigned long long>(history.crashes_mid_write),
+      static_cast<unsigned long long>(history.lost_unacknowledged));
 }
 
 }  // namespace

@@ -25,7 +25,8 @@ Status Engine::DeleteRun(const std::string& project, const std::string& run) {
     {
       std::unique_lock lock(runs_mu_);
       auto it = runs_.find(RunKey{project, run});
-      if (it == runs_.end()) return Status::NotFound("no run '" + run + "' in project '" + project + "'");
+      if (it == runs_.end())
+        return Status::NotFound("no run '" + run + "' in project '" + project + "'");
       removed = std::move(it->second);
       runs_.erase(it);
       for (auto& [metric, s] : removed->series) {
@@ -61,7 +62,8 @@ Result<uint64_t> Engine::DeleteChunksOlderThan(const std::string& project, doubl
     std::shared_lock lock(runs_mu_);
     for (const auto& [id, series] : series_) {
       // The clock stays: chunks that keep their times there may outlive any one clock chunk.
-      if (series->key().project == project && !series->is_clock()) candidates.push_back(series.get());
+      if (series->key().project == project && !series->is_clock())
+        candidates.push_back(series.get());
     }
   }
   uint64_t deleted = 0;

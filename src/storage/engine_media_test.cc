@@ -9,11 +9,11 @@
 #include <future>
 #include <limits>
 
+#include "common/sha256.h"
+#include "common/testing/image_test_util.h"
 #include "common/testing/temp_dir.h"
 #include "storage/engine.h"
 #include "storage/engine_test_util.h"
-#include "common/testing/image_test_util.h"
-#include "common/sha256.h"
 
 namespace trainwatch::storage {
 namespace {

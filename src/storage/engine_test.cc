@@ -5,8 +5,8 @@
 #include <future>
 #include <limits>
 #include <random>
-#include <tuple>
 #include <thread>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
@@ -39,8 +39,9 @@ class EngineTest : public ::testing::Test {
   }
 
   // Writes one run batch of (step, value) rows for one metric and waits for the ack.
-  WriteOutcome Write(const std::vector<std::pair<int64_t, double>>& rows, const std::string& metric = "loss",
-                     const std::string& writer = "", uint64_t seq = 0) {
+  WriteOutcome Write(const std::vector<std::pair<int64_t, double>>& rows,
+                     const std::string& metric = "loss", const std::string& writer = "",
+                     uint64_t seq = 0) {
     v1::WriteRequest request;
     request.set_writer_id(writer);
     request.set_sequence(seq);
@@ -87,9 +88,13 @@ TEST_F(EngineTest, StoresAndReadsBackBitExactIncludingNonFinite) {
   double payload_nan;
   uint64_t nan_bits = 0x7FF8DEADBEEF0001ull;
   std::memcpy(&payload_nan, &nan_bits, 8);
-  std::vector<std::pair<int64_t, double>> rows = {
-      {0, 0.5}, {1, payload_nan}, {2, std::numeric_limits<double>::infinity()},
-      {3, -std::numeric_limits<double>::infinity()}, {4, -0.0}, {5, 1e-310}, {6, 3.25}};
+  std::vector<std::pair<int64_t, double>> rows = {{0, 0.5},
+                                                  {1, payload_nan},
+                                                  {2, std::numeric_limits<double>::infinity()},
+                                                  {3, -std::numeric_limits<double>::infinity()},
+                                                  {4, -0.0},
+                                                  {5, 1e-310},
+                                                  {6, 3.25}};
   WriteOutcome o = Write(rows);
   EXPECT_EQ(o.points_written, rows.size());
   for (int reopen = 0; reopen < 2; ++reopen) {
@@ -120,8 +125,8 @@ TEST_F(EngineTest, ChangedValueStartsANewTimelineAndKeepsTheOldOne) {
   Write(first);  // seals chunks of 4: steps 0-9 are partly in the store
   WriteOutcome o = Write({{5, -5.0}, {6, -6.0}});
   EXPECT_EQ(o.rewinds, 1u);
-  std::vector<std::pair<int64_t, double>> want = {{0, 100}, {1, 101}, {2, 102}, {3, 103}, {4, 104},
-                                                  {5, -5}, {6, -6}};
+  std::vector<std::pair<int64_t, double>> want = {{0, 100}, {1, 101}, {2, 102}, {3, 103},
+                                                  {4, 104}, {5, -5},  {6, -6}};
   EXPECT_EQ(Steps(Read()), want);
 
   std::vector<SupersededPoint> hidden;
@@ -172,7 +177,7 @@ TEST_F(EngineTest, OutOfOrderPointsFillEmptySteps) {
   WriteOutcome o = Write({{5, 5}, {1, 1}, {9, 9}});
   EXPECT_EQ(o.rewinds, 0u);
   EXPECT_EQ(o.points_written, 3u);
-  std::vector<std::pair<int64_t, double>> want = {{0, 0}, {1, 1}, {2, 2}, {4, 4}, {5, 5},
+  std::vector<std::pair<int64_t, double>> want = {{0, 0}, {1, 1}, {2, 2}, {4, 4},  {5, 5},
                                                   {6, 6}, {8, 8}, {9, 9}, {10, 10}};
   EXPECT_EQ(Steps(Read()), want);
   Open(4);
@@ -186,7 +191,11 @@ TEST_F(EngineTest, PagedReadsAddUpToTheWholeSeries) {
   std::vector<std::pair<int64_t, double>> rows;
   for (int64_t s = 0; s < 40; s += 2) rows.emplace_back(s, static_cast<double>(s));
   Write(rows);
-  Write({{5, 5}, {1, 1}, {33, 33}, {17, 17}, {41, 41}});  // fill-ins across sealed chunks, and the head
+  Write({{5, 5},
+         {1, 1},
+         {33, 33},
+         {17, 17},
+         {41, 41}});  // fill-ins across sealed chunks, and the head
   const std::vector<Point> whole = Read();
   ASSERT_EQ(whole.size(), 25u);
   for (size_t page_size = 1; page_size <= whole.size() + 1; ++page_size) {
@@ -275,7 +284,8 @@ TEST_F(EngineTest, TimesComeBackExactWithTheRunClock) {
   val->add_values(0.25);
   val->add_values(0.125);
   std::promise<void> done;
-  engine_->Write(std::move(request), [&](const Status& s, const WriteOutcome&) { done.set_value(); });
+  engine_->Write(std::move(request),
+                 [&](const Status& s, const WriteOutcome&) { done.set_value(); });
   done.get_future().get();
   engine_->WaitForSealer();
 
@@ -283,7 +293,8 @@ TEST_F(EngineTest, TimesComeBackExactWithTheRunClock) {
     for (const char* metric : {"loss", "acc"}) {
       std::vector<Point> got = Read(metric);
       ASSERT_EQ(got.size(), 12u);
-      for (const Point& p : got) EXPECT_EQ(p.time, 1767225600.0 + p.step) << metric << " step " << p.step;
+      for (const Point& p : got)
+        EXPECT_EQ(p.time, 1767225600.0 + p.step) << metric << " step " << p.step;
     }
     std::vector<Point> v = Read("val");
     ASSERT_EQ(v.size(), 2u);

@@ -92,8 +92,8 @@ TEST_F(RetentionTest, MaxAgeDeletesOnlyOldChunksOfThatProject) {
   ASSERT_TRUE(engine_->Checkpoint().ok());
   RetentionOptions options;
   options.max_age_seconds["short"] = 30 * kDay;
-  Retention retention(*engine_, clock_, logger_, options, [] { return Result<double>(10.0); },
-                      [](Status) {});
+  Retention retention(
+      *engine_, clock_, logger_, options, [] { return Result<double>(10.0); }, [](Status) {});
   ASSERT_TRUE(retention.RunOnce().ok());
   EXPECT_EQ(Count("short", "old"), 0u);
   EXPECT_EQ(Count("short", "new"), 8u);
@@ -108,8 +108,9 @@ TEST_F(RetentionTest, DiskGuardDeletesOldFinishedRunsThenRefusesWrites) {
   double used = 99;
   Status refusal;
   RetentionOptions options;
-  Retention retention(*engine_, clock_, logger_, options, [&] { return Result<double>(used); },
-                      [&](Status s) { refusal = std::move(s); });
+  Retention retention(
+      *engine_, clock_, logger_, options, [&] { return Result<double>(used); },
+      [&](Status s) { refusal = std::move(s); });
   ASSERT_TRUE(retention.RunOnce().ok());
   EXPECT_FALSE(engine_->GetRun("p", "finished-long-ago").has_value());
   EXPECT_TRUE(engine_->GetRun("p", "finished-yesterday").has_value());
@@ -147,8 +148,9 @@ TEST_F(RetentionTest, DiskGuardCoversCrashedAndStalledRunsAndTrustsNoEndTimeAlon
   EXPECT_EQ(LastActivity(*engine_->GetRun("p", "old-end-time-new-points")), now - 1);
   EXPECT_EQ(LastActivity(*engine_->GetRun("p", "old-end-time-live-heartbeat")), now);
   Status refusal;
-  Retention retention(*engine_, clock_, logger_, RetentionOptions{},
-                      [] { return Result<double>(99.0); }, [&](Status s) { refusal = std::move(s); });
+  Retention retention(
+      *engine_, clock_, logger_, RetentionOptions{}, [] { return Result<double>(99.0); },
+      [&](Status s) { refusal = std::move(s); });
   ASSERT_TRUE(retention.RunOnce().ok());
   EXPECT_FALSE(engine_->GetRun("p", "crashed-long-ago").has_value());
   EXPECT_FALSE(engine_->GetRun("p", "stalled-long-ago").has_value());
@@ -173,8 +175,8 @@ TEST_F(RetentionTest, DiskGuardCoversCrashedAndStalledRunsAndTrustsNoEndTimeAlon
 TEST_F(RetentionTest, TheGuardPollsSoonerNearTheThreshold) {
   double used = 50;
   RetentionOptions options;  // threshold 95, margin 5, near poll 5 s
-  Retention retention(*engine_, clock_, logger_, options, [&] { return Result<double>(used); },
-                      [](Status) {});
+  Retention retention(
+      *engine_, clock_, logger_, options, [&] { return Result<double>(used); }, [](Status) {});
   EXPECT_EQ(retention.NextPollSeconds(60), 5) << "nothing measured yet";
   ASSERT_TRUE(retention.RunOnce().ok());
   EXPECT_EQ(retention.NextPollSeconds(60), 60);

@@ -128,7 +128,9 @@ class FaultInjectionRocksFs::File final : public rocksdb::FSWritableFileOwnerWra
 class FaultInjectionRocksFs::Directory final : public rocksdb::FSDirectoryWrapper {
  public:
   Directory(FaultInjectionRocksFs& fs, std::string name, std::unique_ptr<rocksdb::FSDirectory> base)
-      : FSDirectoryWrapper(std::move(base)), fs_(fs), name_(WithoutTrailingSlashes(std::move(name))) {}
+      : FSDirectoryWrapper(std::move(base)),
+        fs_(fs),
+        name_(WithoutTrailingSlashes(std::move(name))) {}
 
   IOStatus Fsync(const IOOptions& options, IODebugContext* dbg) override {
     (void)options;  // recorded, not performed (see FileSync)

@@ -1,17 +1,17 @@
 // Series: the points of one (project, run, metric), in memory and in sealed chunks.
 //
 // Timelines. A point at a step that already holds a different visible value starts a new timeline
-// from that step (a restart from a checkpoint): the series' generation is bumped, a Rewind{gen, step}
-// is recorded, and every older point at that step or later becomes superseded — hidden from normal
-// reads, still retrievable. Writing an identical value (same bits) is a no-op; writing into an empty
-// step fills it in, in or out of order.
+// from that step (a restart from a checkpoint): the series' generation is bumped, a Rewind{gen,
+// step} is recorded, and every older point at that step or later becomes superseded — hidden from
+// normal reads, still retrievable. Writing an identical value (same bits) is a no-op; writing into
+// an empty step fills it in, in or out of order.
 //
-// A sealed chunk records the generation at which it was sealed; its points are hidden by every later
-// rewind whose step is <= theirs. This is summarised per chunk as `hidden_from_step`.
+// A sealed chunk records the generation at which it was sealed; its points are hidden by every
+// later rewind whose step is <= theirs. This is summarised per chunk as `hidden_from_step`.
 //
 // The run clock. Every run has one hidden series, kClockMetric, holding the time of each step the
-// first time it was written (first write wins, never rewound). A chunk whose points' times all equal
-// the clock's stores no times at all: one time column per run instead of one per metric.
+// first time it was written (first write wins, never rewound). A chunk whose points' times all
+// equal the clock's stores no times at all: one time column per run instead of one per metric.
 //
 // Thread-safety: all members are guarded by `mu`. The single applier thread takes it exclusively to
 // write; readers take it shared.
@@ -35,17 +35,18 @@ struct Rewind {
   int64_t step = 0;  // points of older generations at this step or later are hidden
 };
 
-// A sealed chunk, or one being sealed. Points stay in memory (`points`) until the chunk is persisted.
+// A sealed chunk, or one being sealed. Points stay in memory (`points`) until the chunk is
+// persisted.
 struct ChunkRef {
-  uint32_t chunk_no = 0;  // per series, increasing in seal order
-  uint32_t gen = 0;       // series generation when sealed; superseded: the one its points had
+  uint32_t chunk_no = 0;    // per series, increasing in seal order
+  uint32_t gen = 0;         // series generation when sealed; superseded: the one its points had
   bool superseded = false;  // holds points a rewind hid while they were still in memory
   // The encoded chunk stores no times: each point's time is the run clock's at its step.
   bool times_from_clock = false;
   int64_t hidden_from_step = std::numeric_limits<int64_t>::max();
   Summary summary;
   std::shared_ptr<const std::vector<Point>> points;  // set until persisted
-  uint64_t encoded_bytes = 0;  // 0 until persisted
+  uint64_t encoded_bytes = 0;                        // 0 until persisted
 
   bool FullyVisible() const { return !superseded && summary.last_step < hidden_from_step; }
   bool FullyHidden() const { return superseded || summary.first_step >= hidden_from_step; }
@@ -76,22 +77,22 @@ class Series {
   // --- state, guarded by mu ---
   uint32_t gen = 0;
   std::vector<Rewind> rewinds;
-  std::vector<ChunkRef> chunks;         // in seal order
-  std::vector<Point> head;              // visible, unsealed points, sorted by step
+  std::vector<ChunkRef> chunks;  // in seal order
+  std::vector<Point> head;       // visible, unsealed points, sorted by step
   // Points a rewind hid while they were in the head, awaiting sealing: one entry per rewind (its
   // hidden suffix, sorted), labelled with the generation in effect until that rewind.
   std::vector<SupersededRun> superseded;
-  uint64_t flushed_lsn = 0;   // every record <= this is in persisted chunks
+  uint64_t flushed_lsn = 0;  // every record <= this is in persisted chunks
   bool has_latest = false;
-  Point latest;                // the visible point with the highest step
+  Point latest;  // the visible point with the highest step
   uint32_t next_chunk_no = 0;
   // The run's clock series; nullptr for the clock itself. Set once, before the series is shared.
   Series* clock = nullptr;
 
   bool is_clock() const { return key_.metric == kClockMetric; }
 
-  // Republishes `latest`/`has_latest` for lock-free readers (a seqlock). The writer calls it with mu
-  // held exclusively, after changing them.
+  // Republishes `latest`/`has_latest` for lock-free readers (a seqlock). The writer calls it with
+  // mu held exclusively, after changing them.
   void PublishLatest();
   // The last published latest point; false if there is none. Lock-free; any thread.
   bool ReadLatest(Point* out) const;

@@ -58,7 +58,8 @@ Result<std::vector<SpooledBatch>> DecodeSegment(std::string_view data) {
     std::string_view payload = data.substr(pos + kHeaderBytes, length);
     if (crc32c::Value(payload) != crc) break;
     unsigned long long size = ZSTD_getFrameContentSize(payload.data(), payload.size());
-    if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN || size > kMaxPayload) break;
+    if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN || size > kMaxPayload)
+      break;
     batch.bytes.resize(size);
     size_t n = ZSTD_decompress(batch.bytes.data(), size, payload.data(), payload.size());
     if (ZSTD_isError(n) || n != size) break;
@@ -96,8 +97,8 @@ std::string Spool::PathOf(uint64_t segment) const {
 
 std::string Spool::EncodeRecord(const SpooledBatch& batch) {
   std::string compressed(ZSTD_compressBound(batch.bytes.size()), '\0');
-  size_t n = ZSTD_compress(compressed.data(), compressed.size(), batch.bytes.data(), batch.bytes.size(),
-                           kZstdLevel);
+  size_t n = ZSTD_compress(compressed.data(), compressed.size(), batch.bytes.data(),
+                           batch.bytes.size(), kZstdLevel);
   compressed.resize(ZSTD_isError(n) ? 0 : n);
   std::string record;
   record.reserve(kHeaderBytes + compressed.size());

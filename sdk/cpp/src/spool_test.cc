@@ -129,8 +129,9 @@ TEST_F(SpoolTest, AppendSegmentSortsBeforeLaterSegments) {
 // already spooled is damaged, and the same batch appends once the disk takes writes again.
 TEST_F(SpoolTest, DiskErrorRefusesTheAppendAndAppendingResumesAfterIt) {
   using Failed = test::FaultInjectionFileSystem::FailedAppend;
-  for (auto [injected, failed] : {std::pair{Status::ResourceExhausted("injected ENOSPC"), Failed::kHalfWritten},
-                                  std::pair{Status::IoError("injected EIO"), Failed::kNothingWritten}}) {
+  for (auto [injected, failed] :
+       {std::pair{Status::ResourceExhausted("injected ENOSPC"), Failed::kHalfWritten},
+        std::pair{Status::IoError("injected EIO"), Failed::kNothingWritten}}) {
     SCOPED_TRACE(injected.ToString());
     test::TempDir dir;
     test::FaultInjectionFileSystem fault(PosixFileSystem());

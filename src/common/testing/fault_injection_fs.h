@@ -113,7 +113,7 @@ class FaultInjectionFileSystem final : public FileSystem {
   bool down_ = false;                       // GUARDED_BY(mu_)
   Status write_error_;                      // GUARDED_BY(mu_)
   FailedAppend failed_append_ = FailedAppend::kNothingWritten;  // GUARDED_BY(mu_)
-  Status sync_dir_error_;                   // GUARDED_BY(mu_)
+  Status sync_dir_error_;                                       // GUARDED_BY(mu_)
 };
 
 }  // namespace trainwatch::test

@@ -14,9 +14,9 @@ struct Point {
 };
 
 // Aggregates over a run of points, as stored with every sealed chunk and as returned per bucket by
-// downsampling. NaN values are counted in `nan_count` and take no part in min/max/sum; ±Inf take part
-// in min and max but not in `sum` (`sum` is over finite values only). `first`/`last` are the values of
-// the lowest and highest step, whatever they are (NaN included).
+// downsampling. NaN values are counted in `nan_count` and take no part in min/max/sum; ±Inf take
+// part in min and max but not in `sum` (`sum` is over finite values only). `first`/`last` are the
+// values of the lowest and highest step, whatever they are (NaN included).
 struct Summary {
   uint64_t count = 0;
   uint64_t nan_count = 0;

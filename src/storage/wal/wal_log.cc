@@ -213,7 +213,8 @@ Status WalLog::StartAfresh() {
   // No record from `lsn` on was ever written: a file here is an earlier attempt's leftover.
   const std::string path = SegmentPath(lsn);
   if (fs_.Exists(path)) TW_RETURN_IF_ERROR(fs_.RemoveFile(path));
-  TW_ASSIGN_OR_RETURN(std::unique_ptr<SegmentWriter> segment, SegmentWriter::Create(fs_, path, lsn));
+  TW_ASSIGN_OR_RETURN(std::unique_ptr<SegmentWriter> segment,
+                      SegmentWriter::Create(fs_, path, lsn));
   Status s = segment->Sync();  // writes the header
   if (s.ok()) s = fs_.SyncDir(dir_);
   if (!s.ok()) {
@@ -270,8 +271,8 @@ Status WalLog::RetireLastSegment(uint64_t lsn) {
   }
   // A failure before this point leaves no active segment: the next group starts one (reusing an
   // empty file at the name).
-  TW_ASSIGN_OR_RETURN(active_, SegmentWriter::Create(fs_, SegmentPath(next_to_write),
-                                                     next_to_write));
+  TW_ASSIGN_OR_RETURN(active_,
+                      SegmentWriter::Create(fs_, SegmentPath(next_to_write), next_to_write));
   dir_dirty_ = true;
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -189,8 +189,8 @@ class WalLog final : public Log {
   // and by TruncateBefore while it rolls: whoever holds it owns active_ and dir_dirty_. Taken
   // before mu_.
   std::mutex write_mu_;
-  std::mutex close_mu_;     // serializes joining writer_
-  std::thread writer_;      // GUARDED_BY(close_mu_) once started
+  std::mutex close_mu_;  // serializes joining writer_
+  std::thread writer_;   // GUARDED_BY(close_mu_) once started
 
   // GUARDED_BY(write_mu_): the writer thread's, and TruncateBefore's while it rolls.
   std::unique_ptr<SegmentWriter> active_;
