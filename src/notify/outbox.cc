@@ -68,13 +68,9 @@ NotificationOutbox::NotificationOutbox(std::string dir, FileSystem& fs, const Cl
 
 NotificationOutbox::~NotificationOutbox() { Stop(); }
 
-Result<std::unique_ptr<NotificationOutbox>> NotificationOutbox::Open(std::string dir,
-                                                                     NotifyConfig config,
-                                                                     FileSystem& fs,
-                                                                     const Clock& clock,
-                                                                     OutboxOptions options,
-                                                                     Logger& logger,
-                                                                     MetricsRegistry& metrics) {
+Result<std::unique_ptr<NotificationOutbox>> NotificationOutbox::Open(
+    std::string dir, NotifyConfig config, FileSystem& fs, const Clock& clock, OutboxOptions options,
+    Logger& logger, MetricsRegistry& metrics) {
   return Open(std::move(dir), BuildRoutingTable(config, clock), fs, clock, options, logger,
               metrics);
 }
@@ -126,13 +122,9 @@ Result<std::vector<uint64_t>> NotificationOutbox::Replay(
   return segments;
 }
 
-Result<std::unique_ptr<NotificationOutbox>> NotificationOutbox::Open(std::string dir,
-                                                                     RoutingTable table,
-                                                                     FileSystem& fs,
-                                                                     const Clock& clock,
-                                                                     OutboxOptions options,
-                                                                     Logger& logger,
-                                                                     MetricsRegistry& metrics) {
+Result<std::unique_ptr<NotificationOutbox>> NotificationOutbox::Open(
+    std::string dir, RoutingTable table, FileSystem& fs, const Clock& clock, OutboxOptions options,
+    Logger& logger, MetricsRegistry& metrics) {
   TW_RETURN_IF_ERROR(CheckTable(table).WithContext("opening outbox " + dir));
   std::unique_ptr<NotificationOutbox> outbox(
       new NotificationOutbox(std::move(dir), fs, clock, options, logger, metrics));
@@ -140,10 +132,11 @@ Result<std::unique_ptr<NotificationOutbox>> NotificationOutbox::Open(std::string
   const std::string context = "opening outbox " + o.dir_;
   TW_RETURN_IF_ERROR(o.fs_.CreateDirs(o.dir_).WithContext(context));
 
+  // Nobody else sees the outbox yet; the lock is for the analysis (and costs nothing here).
+  MutexLock lock(o.mu_);
   std::map<uint64_t, OutboxRecord> replayed;
   TW_ASSIGN_OR_RETURN(std::vector<uint64_t> segments, o.Replay(&replayed));
 
-  std::lock_guard lock(o.mu_);
   o.routes_ = std::move(table.routes);
   for (auto& [name, notifier] : table.receivers) {
     o.workers_[name] = o.NewWorker(name, std::move(notifier));
@@ -195,11 +188,13 @@ void NotificationOutbox::StartWorker(Worker& w) {
 }
 
 Status NotificationOutbox::Enqueue(const Notification& n) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (stopped_) return Status::Unavailable("outbox stopped");
   std::vector<std::string> receivers = MatchingReceivers(routes_, n);
   if (n.repeat) {
-    std::erase_if(receivers, [&](const std::string& r) { return !workers_.at(r)->notifier->WantsRepeats(); });
+    std::erase_if(receivers, [&](const std::string& r) TW_REQUIRES(mu_) {
+      return !workers_.at(r)->notifier->WantsRepeats();
+    });
   }
   if (receivers.empty()) return Status::Ok();
   const std::string json = NotificationToJson(n);
@@ -245,15 +240,16 @@ void NotificationOutbox::RunWorker(Worker* w) {
                           ? options_.jitter_seed ^ std::hash<std::string>()(w->name)
                           : std::random_device()());
   int failures = 0;  // consecutive retryable failures of the head delivery
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   while (!w->stop) {
     if (w->queue.empty()) {
-      clock_.WaitUntil(lock, w->cv, Clock::kNever, [w] { return w->stop || !w->queue.empty(); });
+      clock_.WaitUntil(lock.native(), w->cv, Clock::kNever,
+                       [w] { return w->stop || !w->queue.empty(); });
       continue;
     }
     if (clock_.MonotonicNanos() < w->next_attempt) {
       // Reload resets next_attempt: a fixed receiver is tried at once.
-      clock_.WaitUntil(lock, w->cv, w->next_attempt, [w, deadline = w->next_attempt] {
+      clock_.WaitUntil(lock.native(), w->cv, w->next_attempt, [w, deadline = w->next_attempt] {
         return w->stop || w->next_attempt != deadline;
       });
       continue;
@@ -261,7 +257,7 @@ void NotificationOutbox::RunWorker(Worker* w) {
     Delivery d = w->queue.front();
     std::shared_ptr<Notifier> notifier = w->notifier;
     w->in_flight = d.id;
-    lock.unlock();
+    lock.Unlock();
 
     const double age = clock_.NowUnixSeconds() - d.enqueued_at;
     const bool expired = age > options_.max_age_seconds;
@@ -288,7 +284,7 @@ void NotificationOutbox::RunWorker(Worker* w) {
                                                                  {"error", s.ToString()}});
     }
 
-    lock.lock();
+    lock.Lock();
     w->in_flight.reset();
     if (expired) {
       dropped_.Add();
@@ -410,7 +406,7 @@ Status NotificationOutbox::Reload(RoutingTable table) {
   TW_RETURN_IF_ERROR(CheckTable(table).WithContext("reloading outbox"));
   std::vector<std::unique_ptr<Worker>> retired;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopped_) return Status::Unavailable("outbox stopped");
     for (auto it = workers_.begin(); it != workers_.end();) {
       if (table.receivers.count(it->first)) {
@@ -446,7 +442,7 @@ Status NotificationOutbox::Reload(RoutingTable table) {
 void NotificationOutbox::Stop() {
   std::vector<std::thread*> threads;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopped_) return;
     stopped_ = true;
     for (auto& [name, w] : workers_) {
@@ -459,7 +455,7 @@ void NotificationOutbox::Stop() {
   for (std::thread* t : threads) {
     if (t->joinable()) t->join();
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (file_ != nullptr) {
     Status s = file_->Sync();  // keep the acks: fewer repeats after a clean restart
     if (s.ok()) s = file_->Close();
@@ -471,8 +467,8 @@ void NotificationOutbox::Stop() {
 uint64_t NotificationOutbox::Queued() const { return queued_->load(); }
 
 void NotificationOutbox::WaitIdle() {
-  std::unique_lock lock(mu_);
-  idle_cv_.wait(lock, [this] { return pending_.empty(); });
+  MutexLock lock(mu_);
+  idle_cv_.wait(lock.native(), [this]() TW_REQUIRES(mu_) { return pending_.empty(); });
 }
 
 }  // namespace trainwatch::notify

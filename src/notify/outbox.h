@@ -28,7 +28,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -36,6 +35,7 @@
 #include "common/file_system.h"
 #include "common/logging.h"
 #include "common/metrics_registry.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "notify/notification.h"
 #include "notify/notifier.h"
@@ -53,7 +53,7 @@ struct OutboxOptions {
   double max_age_seconds = 24 * 3600;      // older deliveries are dropped, not sent
   size_t max_queued_per_receiver = 10000;  // beyond it the oldest waiting delivery is dropped
   uint64_t segment_bytes = 4u << 20;       // compaction threshold of the active segment
-  uint64_t jitter_seed = 0;  // 0: seeded from std::random_device
+  uint64_t jitter_seed = 0;                // 0: seeded from std::random_device
 };
 
 // Receivers and routes, ready to use: what Open and Reload take. Every route names a key of
@@ -124,21 +124,21 @@ class NotificationOutbox {
 
   // Replays the segments in dir_ into `replayed` (id -> record) and returns the numbers of the
   // segment files read; bad segments are renamed aside.
-  Result<std::vector<uint64_t>> Replay(std::map<uint64_t, OutboxRecord>* replayed);
+  Result<std::vector<uint64_t>> Replay(std::map<uint64_t, OutboxRecord>* replayed) TW_REQUIRES(mu_);
 
-  void StartWorker(Worker& w);  // REQUIRES(mu_)
-  void RunWorker(Worker* w);    // the worker's thread
+  void StartWorker(Worker& w) TW_REQUIRES(mu_);
+  void RunWorker(Worker* w);  // the worker's thread
   std::unique_ptr<Worker> NewWorker(const std::string& name, std::unique_ptr<Notifier> notifier);
   static Status CheckTable(const RoutingTable& table);
 
-  // Log writes, all REQUIRES(mu_).
-  Status AppendLocked(const std::string& bytes, bool sync);
-  Status RotateLocked();
-  void MaybeRotateLocked();
+  // Log writes.
+  Status AppendLocked(const std::string& bytes, bool sync) TW_REQUIRES(mu_);
+  Status RotateLocked() TW_REQUIRES(mu_);
+  void MaybeRotateLocked() TW_REQUIRES(mu_);
   // Marks delivery `id` of `w` done: pops it from w's queue if at the head, writes the ack.
-  void FinishLocked(Worker& w, uint64_t id, AckOutcome outcome);
-  void DropQueuedLocked(Worker& w, const std::string& reason);
-  void UpdateQueuedLocked();
+  void FinishLocked(Worker& w, uint64_t id, AckOutcome outcome) TW_REQUIRES(mu_);
+  void DropQueuedLocked(Worker& w, const std::string& reason) TW_REQUIRES(mu_);
+  void UpdateQueuedLocked() TW_REQUIRES(mu_);
 
   const std::string dir_;
   const OutboxOptions options_;
@@ -151,18 +151,18 @@ class NotificationOutbox {
   // Read by the queued gauge, which the registry may call after the outbox is gone.
   const std::shared_ptr<std::atomic<uint64_t>> queued_;
 
-  mutable std::mutex mu_;
-  std::condition_variable idle_cv_;          // notified whenever pending_ shrinks
-  std::unique_ptr<WritableFile> file_;       // GUARDED_BY(mu_); the active segment
-  uint64_t segment_number_ = 0;              // GUARDED_BY(mu_)
-  std::vector<uint64_t> old_segments_;       // GUARDED_BY(mu_); to delete at rotation
-  bool segment_poisoned_ = false;            // GUARDED_BY(mu_); a write failed: rotate
-  std::map<uint64_t, std::string> pending_;  // GUARDED_BY(mu_); id -> framed record
-  uint64_t pending_bytes_ = 0;               // GUARDED_BY(mu_)
-  uint64_t next_id_ = 1;                     // GUARDED_BY(mu_)
-  std::vector<Route> routes_;                // GUARDED_BY(mu_)
-  std::map<std::string, std::unique_ptr<Worker>> workers_;  // GUARDED_BY(mu_)
-  bool stopped_ = false;                                    // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::condition_variable idle_cv_;                        // notified whenever pending_ shrinks
+  std::unique_ptr<WritableFile> file_ TW_GUARDED_BY(mu_);  // the active segment
+  uint64_t segment_number_ TW_GUARDED_BY(mu_) = 0;
+  std::vector<uint64_t> old_segments_ TW_GUARDED_BY(mu_);       // to delete at rotation
+  bool segment_poisoned_ TW_GUARDED_BY(mu_) = false;            // a write failed: rotate
+  std::map<uint64_t, std::string> pending_ TW_GUARDED_BY(mu_);  // id -> framed record
+  uint64_t pending_bytes_ TW_GUARDED_BY(mu_) = 0;
+  uint64_t next_id_ TW_GUARDED_BY(mu_) = 1;
+  std::vector<Route> routes_ TW_GUARDED_BY(mu_);
+  std::map<std::string, std::unique_ptr<Worker>> workers_ TW_GUARDED_BY(mu_);
+  bool stopped_ TW_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace trainwatch::notify
