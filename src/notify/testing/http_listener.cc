@@ -33,7 +33,6 @@ uint16_t UnusedPort() {
   return port;
 }
 
-
 HttpListener::HttpListener() : server_([this](int fd) { HandleConnection(fd); }) {}
 
 std::string HttpListener::Url(const std::string& path) const {
@@ -41,28 +40,29 @@ std::string HttpListener::Url(const std::string& path) const {
 }
 
 void HttpListener::FailNext(int count, int status) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (int i = 0; i < count; ++i) scripted_.push_back(status);
 }
 
 void HttpListener::SetDefaultStatus(int status) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   default_status_ = status;
 }
 
 std::vector<RecordedRequest> HttpListener::Requests() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return requests_;
 }
 
 bool HttpListener::WaitForRequests(size_t count, double timeout_seconds) const {
-  std::unique_lock lock(mu_);
-  return cv_.wait_for(lock, std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000)),
-                      [&] { return requests_.size() >= count; });
+  MutexLock lock(mu_);
+  return cv_.wait_for(lock.native(),
+                      std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000)),
+                      [&]() TW_REQUIRES(mu_) { return requests_.size() >= count; });
 }
 
 int HttpListener::NextStatus() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (scripted_.empty()) return default_status_;
   int status = scripted_.front();
   scripted_.pop_front();
@@ -110,7 +110,7 @@ void HttpListener::HandleConnection(int fd) {
   req.body = data.substr(header_end + 4, length);
   int status = NextStatus();
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     requests_.push_back(std::move(req));
   }
   cv_.notify_all();

@@ -7,10 +7,10 @@
 #include <cstdint>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "notify/testing/loopback_server.h"
 
 namespace trainwatch::notify::test {
@@ -47,12 +47,12 @@ class HttpListener {
   void HandleConnection(int fd);
   int NextStatus();
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   mutable std::condition_variable cv_;
-  std::vector<RecordedRequest> requests_;  // GUARDED_BY(mu_)
-  std::deque<int> scripted_;               // GUARDED_BY(mu_)
-  int default_status_ = 200;               // GUARDED_BY(mu_)
-  LoopbackServer server_;                  // last: its thread calls into the members above
+  std::vector<RecordedRequest> requests_ TW_GUARDED_BY(mu_);
+  std::deque<int> scripted_ TW_GUARDED_BY(mu_);
+  int default_status_ TW_GUARDED_BY(mu_) = 200;
+  LoopbackServer server_;  // last: its thread calls into the members above
 };
 
 // A loopback port with nothing listening on it (connections are refused).

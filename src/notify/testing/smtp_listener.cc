@@ -52,22 +52,24 @@ class LineReader {
 
 }  // namespace
 
-
 SmtpListener::SmtpListener() : server_([this](int fd) { HandleConnection(fd); }) {}
 
-std::string SmtpListener::Url() const { return "smtp://127.0.0.1:" + std::to_string(server_.port()); }
+std::string SmtpListener::Url() const {
+  return "smtp://127.0.0.1:" + std::to_string(server_.port());
+}
 
 void SmtpListener::SetRcptReply(int code) { rcpt_reply_ = code; }
 
 std::vector<SmtpMessage> SmtpListener::Messages() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return messages_;
 }
 
 bool SmtpListener::WaitForMessages(size_t count, double timeout_seconds) const {
-  std::unique_lock lock(mu_);
-  return cv_.wait_for(lock, std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000)),
-                      [&] { return messages_.size() >= count; });
+  MutexLock lock(mu_);
+  return cv_.wait_for(lock.native(),
+                      std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000)),
+                      [&]() TW_REQUIRES(mu_) { return messages_.size() >= count; });
 }
 
 void SmtpListener::HandleConnection(int fd) {
@@ -111,7 +113,7 @@ void SmtpListener::HandleConnection(int fd) {
       if (!complete) return;
       current.data = std::move(data);
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         messages_.push_back(current);
       }
       cv_.notify_all();

@@ -5,10 +5,10 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "notify/testing/loopback_server.h"
 
 namespace trainwatch::notify::test {
@@ -39,10 +39,10 @@ class SmtpListener {
   void HandleConnection(int fd);
 
   std::atomic<int> rcpt_reply_{250};
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   mutable std::condition_variable cv_;
-  std::vector<SmtpMessage> messages_;  // GUARDED_BY(mu_)
-  LoopbackServer server_;              // last: its thread calls into the members above
+  std::vector<SmtpMessage> messages_ TW_GUARDED_BY(mu_);
+  LoopbackServer server_;  // last: its thread calls into the members above
 };
 
 }  // namespace trainwatch::notify::test
