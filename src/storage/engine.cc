@@ -127,7 +127,9 @@ Status Engine::LoadStore() {
       }
     }
   }
+  MutexLock writers_lock(writers_mu_);  // nothing else runs yet: for the analysis
   TW_RETURN_IF_ERROR(store_->writers().ForEach([&](std::string writer, uint64_t seq) {
+    writers_mu_.AssertHeld();  // called synchronously, under writers_lock
     writers_[writer] = seq;
     return Status::Ok();
   }));
@@ -141,7 +143,7 @@ Status Engine::Replay() {
     // Everything below the checkpoint is in the store: a checkpoint taken before any new record is
     // applied (a run deleted right after a restart) must not move it back, or the next start
     // would replay records the log still holds below it and bring deleted data back.
-    std::lock_guard lock(apply_mu_);
+    MutexLock lock(apply_mu_);
     if (checkpoint > 0) last_applied_lsn_ = std::max(last_applied_lsn_, checkpoint - 1);
   }
   uint64_t applied = 0;
@@ -154,7 +156,7 @@ Status Engine::Replay() {
           logger_.Error("skipping unreadable log record", {{"lsn", lsn}});
           return Status::Ok();
         }
-        std::lock_guard lock(apply_mu_);
+        MutexLock lock(apply_mu_);
         ApplyRecord(lsn, request);
         ++applied;
         return Status::Ok();
@@ -180,7 +182,7 @@ void Engine::IndexSeries(Run& run, const std::string& metric, Series* series) {
 }
 
 void Engine::SetCommitListener(CommitListener listener) {
-  std::lock_guard lock(listener_mu_);
+  MutexLock lock(listener_mu_);
   listener_ = std::move(listener);
 }
 
@@ -194,8 +196,10 @@ void Engine::SealerLoop() {
   for (;;) {
     SealJob* job;
     {
-      std::unique_lock lock(sealer_mu_);
-      sealer_cv_.wait(lock, [&] { return sealer_stop_ || !seal_queue_.empty(); });
+      MutexLock lock(sealer_mu_);
+      sealer_cv_.wait(lock.native(), [&]() TW_REQUIRES(sealer_mu_) {
+        return sealer_stop_ || !seal_queue_.empty();
+      });
       if (seal_queue_.empty()) return;
       job = &seal_queue_.front();  // stays queued until persisted: later seals wait behind it
       sealer_busy_ = true;
@@ -207,18 +211,19 @@ void Engine::SealerLoop() {
       seal_errors_.Add();
       logger_.Error("persisting sealed chunks; retrying",
                     {{"series", job->record.id}, {"error", status.ToString()}});
-      std::unique_lock lock(sealer_mu_);
+      MutexLock lock(sealer_mu_);
       store_error_ = status;
       sealer_cv_.notify_all();  // WaitForSealer returns: a checkpoint fails instead of waiting
-      clock_.WaitFor(lock, sealer_cv_, options_.store_retry_seconds, [&] { return sealer_stop_; });
+      clock_.WaitFor(lock.native(), sealer_cv_, options_.store_retry_seconds,
+                     [&]() TW_REQUIRES(sealer_mu_) { return sealer_stop_; });
       if (sealer_stop_) return;  // shutting down: the log still holds the points
-      lock.unlock();
+      lock.Unlock();
       status = store_->Resume();
       if (status.ok()) status = PersistSeal(*job, &sealed_since_sync);
     }
     InstallSeal(*job);
     {
-      std::lock_guard lock(sealer_mu_);
+      MutexLock lock(sealer_mu_);
       seal_queue_.pop_front();
       store_error_ = Status::Ok();
       sealer_busy_ = false;
@@ -299,45 +304,49 @@ Result<std::string> Engine::EncodeForSeal(const Series& series, ChunkRef* chunk)
 }
 
 void Engine::WaitForSealer() {
-  std::unique_lock lock(sealer_mu_);
-  sealer_cv_.wait(lock, [&] { return seal_queue_.empty() && !sealer_busy_; });
+  MutexLock lock(sealer_mu_);
+  sealer_cv_.wait(lock.native(),
+                  [&]() TW_REQUIRES(sealer_mu_) { return seal_queue_.empty() && !sealer_busy_; });
 }
 
 Status Engine::AwaitSealerOrError() {
-  std::unique_lock lock(sealer_mu_);
-  sealer_cv_.wait(lock,
-                  [&] { return (seal_queue_.empty() && !sealer_busy_) || !store_error_.ok(); });
+  MutexLock lock(sealer_mu_);
+  sealer_cv_.wait(lock.native(), [&]() TW_REQUIRES(sealer_mu_) {
+    return (seal_queue_.empty() && !sealer_busy_) || !store_error_.ok();
+  });
   return store_error_;
 }
 
 Status Engine::StoreHealth() const {
-  std::lock_guard lock(sealer_mu_);
+  MutexLock lock(sealer_mu_);
   return store_error_;
 }
 
 void Engine::CheckpointerLoop() {
-  std::unique_lock lock(checkpoint_mu_);
+  MutexLock lock(checkpoint_mu_);
   for (;;) {
-    bool woken = clock_.WaitFor(lock, checkpoint_cv_, options_.checkpoint_interval_seconds,
-                                [&] { return checkpointer_stop_ || checkpoint_requested_.load(); });
+    bool woken = clock_.WaitFor(lock.native(), checkpoint_cv_, options_.checkpoint_interval_seconds,
+                                [&]() TW_REQUIRES(checkpoint_mu_) {
+                                  return checkpointer_stop_ || checkpoint_requested_.load();
+                                });
     if (checkpointer_stop_) return;
     // On a timer, only if something was written since the last checkpoint.
     if (!woken && !written_since_checkpoint_.load()) continue;
-    lock.unlock();
+    lock.Unlock();
     Status s = Checkpoint();
     if (!s.ok()) logger_.Error("checkpoint failed", {{"error", s.ToString()}});
-    lock.lock();
+    lock.Lock();
   }
 }
 
 Status Engine::Checkpoint() {
-  std::lock_guard run_lock(checkpoint_run_mu_);
+  MutexLock run_lock(checkpoint_run_mu_);
   checkpoint_requested_ = false;
   written_since_checkpoint_ = false;
   uint64_t lsn;
   std::vector<std::pair<std::string, uint64_t>> writers;  // the writer sequences as of `lsn`
   {
-    std::lock_guard lock(apply_mu_);
+    MutexLock lock(apply_mu_);
     lsn = last_applied_lsn_;
     std::shared_lock runs_lock(runs_mu_);
     for (auto& [id, series] : series_) {
@@ -347,13 +356,13 @@ Status Engine::Checkpoint() {
       }
     }
     log_bytes_since_checkpoint_ = 0;
-    std::lock_guard writers_lock(writers_mu_);
+    MutexLock writers_lock(writers_mu_);
     for (const std::string& writer : dirty_writers_) writers.emplace_back(writer, writers_[writer]);
     dirty_writers_.clear();
   }
   Status s = PersistCheckpoint(lsn, writers);
   if (!s.ok()) {
-    std::lock_guard writers_lock(writers_mu_);
+    MutexLock writers_lock(writers_mu_);
     for (const auto& [writer, seq] : writers) dirty_writers_.insert(writer);
     return s;
   }
@@ -380,7 +389,7 @@ Status Engine::PersistCheckpoint(uint64_t lsn,
 
 Status Engine::CheckWriterFence(const v1::WriteRequest& request) const {
   if (request.writer_id().empty()) return Status::Ok();
-  std::lock_guard lock(fences_mu_);
+  MutexLock lock(fences_mu_);
   auto it = fences_.find(request.writer_id());
   if (it == fences_.end() || request.sequence() <= it->second) return Status::Ok();
   return Status::Unavailable("batch " + std::to_string(it->second) + " of writer " +
@@ -392,7 +401,7 @@ Status Engine::RefuseWrite(const v1::WriteRequest& request, const Status& log_er
   const bool disk = log_error.code() == StatusCode::kResourceExhausted ||
                     log_error.code() == StatusCode::kIoError;
   if (disk && !request.writer_id().empty()) {
-    std::lock_guard lock(fences_mu_);
+    MutexLock lock(fences_mu_);
     auto [it, inserted] = fences_.try_emplace(request.writer_id(), request.sequence());
     if (!inserted) it->second = std::min(it->second, request.sequence());
   }
@@ -408,7 +417,7 @@ Status Engine::RefuseWrite(const v1::WriteRequest& request, const Status& log_er
 
 void Engine::LiftWriterFence(const v1::WriteRequest& request) {
   if (request.writer_id().empty()) return;
-  std::lock_guard lock(fences_mu_);
+  MutexLock lock(fences_mu_);
   auto it = fences_.find(request.writer_id());
   if (it != fences_.end() && request.sequence() <= it->second) fences_.erase(it);
 }
@@ -417,7 +426,7 @@ Status Engine::Close() {
   if (closed_.exchange(true)) return Status::Ok();
   log_->Close();
   {
-    std::lock_guard lock(checkpoint_mu_);
+    MutexLock lock(checkpoint_mu_);
     checkpointer_stop_ = true;
   }
   checkpoint_cv_.notify_all();
@@ -425,7 +434,7 @@ Status Engine::Close() {
   // An engine whose recovery failed records no checkpoint: what it holds may be incomplete.
   Status status = opened_ ? Checkpoint() : Status::Ok();
   {
-    std::lock_guard lock(sealer_mu_);
+    MutexLock lock(sealer_mu_);
     sealer_stop_ = true;
   }
   sealer_cv_.notify_all();

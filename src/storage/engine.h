@@ -30,6 +30,7 @@
 #include "common/clock.h"
 #include "common/logging.h"
 #include "common/metrics_registry.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "storage/chunk_cache.h"
 #include "storage/chunk_store.h"
@@ -263,7 +264,7 @@ class Engine {
   void LiftWriterFence(const v1::WriteRequest& request);
 
   // --- write path (engine_apply.cc) ---
-  WriteOutcome ApplyRecord(uint64_t lsn, const v1::WriteRequest& request);
+  WriteOutcome ApplyRecord(uint64_t lsn, const v1::WriteRequest& request) TW_REQUIRES(apply_mu_);
   void ApplyRunBatch(uint64_t lsn, const v1::RunBatch& batch, WriteOutcome* outcome,
                      std::vector<Series*>* touched);
   void ApplyMetadata(Run& run, const v1::RunMetadata& meta);
@@ -351,9 +352,9 @@ class Engine {
   mutable ChunkCache cache_;
 
   // Serialises applying records with checkpoints.
-  std::mutex apply_mu_;
-  uint64_t last_applied_lsn_ = 0;            // GUARDED_BY(apply_mu_)
-  uint64_t log_bytes_since_checkpoint_ = 0;  // GUARDED_BY(apply_mu_)
+  Mutex apply_mu_;
+  uint64_t last_applied_lsn_ TW_GUARDED_BY(apply_mu_) = 0;
+  uint64_t log_bytes_since_checkpoint_ TW_GUARDED_BY(apply_mu_) = 0;
   std::atomic<bool> checkpoint_requested_{false};
   std::atomic<bool> written_since_checkpoint_{false};
   bool opened_ = false;  // Open completed (set once, before the engine is shared)
@@ -373,36 +374,36 @@ class Engine {
   // The per-step entry indexes, one per kind, and the blob totals. The mutex also serialises the
   // store's entry writes, which read what they rewrite (an old entry, its summary, reference
   // counts): applier versus retention and deletion.
-  mutable std::mutex entries_mu_;
-  std::array<EntryIndex, kStepEntryTypes> entries_;  // GUARDED_BY(entries_mu_)
-  BlobChange blob_totals_;                           // GUARDED_BY(entries_mu_)
+  mutable Mutex entries_mu_;
+  std::array<EntryIndex, kStepEntryTypes> entries_ TW_GUARDED_BY(entries_mu_);
+  BlobChange blob_totals_ TW_GUARDED_BY(entries_mu_);
 
-  mutable std::mutex writers_mu_;
-  std::unordered_map<std::string, uint64_t> writers_;  // GUARDED_BY(writers_mu_)
-  std::unordered_set<std::string>
-      dirty_writers_;  // GUARDED_BY(writers_mu_): changed since the last checkpoint
+  mutable Mutex writers_mu_;
+  std::unordered_map<std::string, uint64_t> writers_ TW_GUARDED_BY(writers_mu_);
+  // Changed since the last checkpoint.
+  std::unordered_set<std::string> dirty_writers_ TW_GUARDED_BY(writers_mu_);
 
-  mutable std::mutex fences_mu_;
-  std::unordered_map<std::string, uint64_t>
-      fences_;  // GUARDED_BY(fences_mu_): writer -> refused sequence
+  mutable Mutex fences_mu_;
+  // Writer -> refused sequence.
+  std::unordered_map<std::string, uint64_t> fences_ TW_GUARDED_BY(fences_mu_);
 
-  std::mutex listener_mu_;
-  CommitListener listener_;  // GUARDED_BY(listener_mu_)
+  Mutex listener_mu_;
+  CommitListener listener_ TW_GUARDED_BY(listener_mu_);
 
-  mutable std::mutex sealer_mu_;
+  mutable Mutex sealer_mu_;
   std::condition_variable sealer_cv_;
-  std::deque<SealJob> seal_queue_;  // GUARDED_BY(sealer_mu_)
-  bool sealer_busy_ = false;        // GUARDED_BY(sealer_mu_)
-  bool sealer_stop_ = false;        // GUARDED_BY(sealer_mu_)
-  Status store_error_;              // GUARDED_BY(sealer_mu_); while the front job is retried
+  std::deque<SealJob> seal_queue_ TW_GUARDED_BY(sealer_mu_);
+  bool sealer_busy_ TW_GUARDED_BY(sealer_mu_) = false;
+  bool sealer_stop_ TW_GUARDED_BY(sealer_mu_) = false;
+  Status store_error_ TW_GUARDED_BY(sealer_mu_);  // while the front job is retried
   std::thread sealer_;
 
   // Held through a whole Checkpoint(): the checkpointer's, an explicit one and Close's never
   // interleave (two could persist their writer sequences and checkpoint LSNs out of order).
-  std::mutex checkpoint_run_mu_;
-  std::mutex checkpoint_mu_;  // guards checkpointer wake-ups
+  Mutex checkpoint_run_mu_;
+  Mutex checkpoint_mu_;  // guards checkpointer wake-ups
   std::condition_variable checkpoint_cv_;
-  bool checkpointer_stop_ = false;  // GUARDED_BY(checkpoint_mu_)
+  bool checkpointer_stop_ TW_GUARDED_BY(checkpoint_mu_) = false;
   std::thread checkpointer_;
 
   Counter& points_written_;

@@ -14,7 +14,7 @@ bool SameBits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
 bool Engine::IsDuplicate(const std::string& writer_id, uint64_t sequence) const {
   if (writer_id.empty()) return false;
-  std::lock_guard lock(writers_mu_);
+  MutexLock lock(writers_mu_);
   auto it = writers_.find(writer_id);
   return it != writers_.end() && sequence <= it->second;
 }
@@ -48,7 +48,7 @@ void Engine::Write(v1::WriteRequest request, WriteCallback done) {
     LiftWriterFence(*shared);
     WriteOutcome outcome;
     {
-      std::lock_guard lock(apply_mu_);
+      MutexLock lock(apply_mu_);
       outcome = ApplyRecord(lsn, *shared);
       log_bytes_since_checkpoint_ += bytes;
       written_since_checkpoint_ = true;
@@ -58,7 +58,7 @@ void Engine::Write(v1::WriteRequest request, WriteCallback done) {
       }
     }
     {
-      std::lock_guard lock(listener_mu_);
+      MutexLock lock(listener_mu_);
       if (listener_) listener_(*shared, outcome);
     }
     done(Status::Ok(), outcome);
@@ -71,7 +71,7 @@ WriteOutcome Engine::ApplyRecord(uint64_t lsn, const v1::WriteRequest& request) 
   last_applied_lsn_ = std::max(last_applied_lsn_, lsn);
   const std::string& writer = request.writer_id();
   if (!writer.empty()) {
-    std::lock_guard lock(writers_mu_);
+    MutexLock lock(writers_mu_);
     uint64_t& last = writers_[writer];
     if (request.sequence() <= last) {
       outcome.duplicate_batch = true;
@@ -350,7 +350,7 @@ void Engine::Seal(Series& series, uint64_t lsn) {
   job.record.flushed_lsn = lsn;
   job.record.rewinds = series.rewinds;
   {
-    std::lock_guard lock(sealer_mu_);
+    MutexLock lock(sealer_mu_);
     seal_queue_.push_back(std::move(job));
   }
   sealer_cv_.notify_one();

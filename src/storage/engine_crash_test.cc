@@ -25,6 +25,7 @@
 
 #include "common/clock.h"
 #include "common/file_system.h"
+#include "common/mutex.h"
 #include "common/testing/fault_injection_fs.h"
 #include "common/testing/temp_dir.h"
 #include "storage/engine.h"
@@ -66,8 +67,8 @@ v1::WriteRequest Batch(uint64_t seq) {
 
 // What the "client" knows across lifetimes, as the SDK's spool would.
 struct History {
-  std::mutex mu;
-  std::set<uint64_t> acknowledged;   // GUARDED_BY(mu)
+  Mutex mu;
+  std::set<uint64_t> acknowledged TW_GUARDED_BY(mu);
   uint64_t next_seq = 1;             // the next batch never sent
   uint64_t lost_unacknowledged = 0;  // batches sent, not acknowledged, absent after the crash
   uint64_t checkpoints = 0;
@@ -127,7 +128,7 @@ class EngineCrashTest : public ::testing::Test {
       EXPECT_EQ(points.size(), in_metric.size() * kStepsPerBatch)
           << MetricName(m) << ": a partial batch";
     }
-    std::lock_guard lock(history.mu);
+    MutexLock lock(history.mu);
     for (uint64_t seq : history.acknowledged) {
       EXPECT_TRUE(found.count(seq)) << "acknowledged batch " << seq << " lost";
     }
@@ -159,22 +160,22 @@ class EngineCrashTest : public ::testing::Test {
 
     const size_t crash_at = rng() % (to_send.size() + 1);  // batches handed over before the cut
     const size_t in_flight = 1 + rng() % 4;
-    std::mutex mu;
+    Mutex mu;
     std::condition_variable cv;
-    size_t outstanding = 0;  // GUARDED_BY(mu)
+    size_t outstanding = 0;  // guarded by mu
     for (size_t i = 0; i < crash_at; ++i) {
       {
-        std::unique_lock lock(mu);
-        cv.wait(lock, [&] { return outstanding < in_flight; });
+        MutexLock lock(mu);
+        cv.wait(lock.native(), [&] { return outstanding < in_flight; });
         ++outstanding;
       }
       const uint64_t seq = to_send[i];
       engine->Write(Batch(seq), [&, seq](const Status& s, const WriteOutcome&) {
         if (s.ok()) {
-          std::lock_guard lock(history.mu);
+          MutexLock lock(history.mu);
           history.acknowledged.insert(seq);
         }
-        std::lock_guard lock(mu);
+        MutexLock lock(mu);
         --outstanding;
         cv.notify_all();
       });
@@ -185,7 +186,7 @@ class EngineCrashTest : public ::testing::Test {
       }
     }
     {
-      std::lock_guard lock(mu);
+      MutexLock lock(mu);
       if (outstanding > 0) ++history.crashes_mid_write;
     }
     // The power cut, in both file systems. The log's goes first: anything the store does after
@@ -198,8 +199,8 @@ class EngineCrashTest : public ::testing::Test {
     ASSERT_TRUE(rocks_crash.ok()) << rocks_crash.ToString();
     engine.reset();  // the dead process's threads stop; every write of theirs fails
     {
-      std::unique_lock lock(mu);
-      cv.wait(lock, [&] { return outstanding == 0; });
+      MutexLock lock(mu);
+      cv.wait(lock.native(), [&] { return outstanding == 0; });
     }
     wal_fs_.Restart();
     rocks_fs_->Restart();
@@ -224,7 +225,7 @@ TEST_F(EngineCrashTest, NoAcknowledgedPointIsLostOrDoubledOverManyLifetimes) {
   std::unique_ptr<Engine> engine = Open(metrics);
   ASSERT_NE(engine, nullptr);
   Verify(*engine, history);
-  std::lock_guard lock(history.mu);
+  MutexLock lock(history.mu);
   // The workload did what it is meant to: many acknowledged batches, checkpoints, cuts with
   // writes in flight.
   EXPECT_GT(history.acknowledged.size(), 400u);

@@ -19,7 +19,7 @@ SeriesRecord RecordOf(const Series& series) {
 
 Status Engine::DeleteRun(const std::string& project, const std::string& run) {
   {
-    std::lock_guard apply_lock(apply_mu_);  // no record may touch the run meanwhile
+    MutexLock apply_lock(apply_mu_);  // no record may touch the run meanwhile
     std::unique_ptr<Run> removed;
     std::vector<std::unique_ptr<Series>> series;
     {

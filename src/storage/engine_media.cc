@@ -89,7 +89,7 @@ Result<std::string> Engine::ReadBlob(std::string_view sha256) const {
 Result<bool> Engine::HasBlob(std::string_view sha256) const { return store_->blobs().Has(sha256); }
 
 BlobChange Engine::BlobTotals() const {
-  std::lock_guard lock(entries_mu_);
+  MutexLock lock(entries_mu_);
   return blob_totals_;
 }
 

@@ -28,7 +28,7 @@ void Engine::EnsureLoadedRun(const RunKey& key) {
 }
 
 Status Engine::LoadStepEntries() {
-  std::lock_guard lock(entries_mu_);
+  MutexLock lock(entries_mu_);
   for (StepEntryType type : kAllStepEntryTypes) {
     EntryIndex& index = entries_[static_cast<size_t>(type)];
     TW_RETURN_IF_ERROR(
@@ -44,7 +44,7 @@ Status Engine::LoadStepEntries() {
 
 void Engine::ApplyStepEntry(StepEntryType type, const SeriesKey& name, int64_t step, uint32_t index,
                             double time, std::string_view value, std::string_view payload) {
-  std::lock_guard lock(entries_mu_);
+  MutexLock lock(entries_mu_);
   auto& names = entries_[static_cast<size_t>(type)][name.run_key()];
   auto it = names.find(name.metric);
   const StepEntrySummary summary = it == names.end() ? StepEntrySummary{} : it->second;
@@ -73,7 +73,7 @@ Status Engine::CheckRunExists(const RunKey& run) const {
 }
 
 bool Engine::HasStepEntryName(StepEntryType type, const SeriesKey& name) const {
-  std::lock_guard lock(entries_mu_);
+  MutexLock lock(entries_mu_);
   const EntryIndex& index = entries_[static_cast<size_t>(type)];
   auto run = index.find(name.run_key());
   return run != index.end() && run->second.count(name.metric) > 0;
@@ -84,7 +84,7 @@ Status Engine::ScanStepEntries(StepEntryType type, const RunKey& run, const std:
   TW_RETURN_IF_ERROR(CheckRunExists(run));
   std::vector<std::string> names;
   {
-    std::lock_guard lock(entries_mu_);
+    MutexLock lock(entries_mu_);
     const EntryIndex& index = entries_[static_cast<size_t>(type)];
     auto it = index.find(run);
     if (it != index.end()) {
@@ -107,7 +107,7 @@ Status Engine::ScanStepEntries(StepEntryType type, const RunKey& run, const std:
 }
 
 void Engine::ListStepEntries(const RunKey& run, std::vector<MetricInfo>* out) const {
-  std::lock_guard lock(entries_mu_);
+  MutexLock lock(entries_mu_);
   for (StepEntryType type : kAllStepEntryTypes) {
     const EntryIndex& index = entries_[static_cast<size_t>(type)];
     auto it = index.find(run);
@@ -125,7 +125,7 @@ void Engine::ListStepEntries(const RunKey& run, std::vector<MetricInfo>* out) co
 }
 
 Status Engine::DeleteRunStepEntries(const RunKey& run) {
-  std::lock_guard lock(entries_mu_);
+  MutexLock lock(entries_mu_);
   for (StepEntryType type : kAllStepEntryTypes) {
     EntryIndex& index = entries_[static_cast<size_t>(type)];
     auto names = index.find(run);
@@ -155,7 +155,7 @@ Result<uint64_t> Engine::DeleteStepEntriesOlderThan(StepEntryType type, const st
                                                     double cutoff) {
   uint64_t deleted = 0;
   // Held throughout: the applier must not change a summary between the scan and the delete.
-  std::lock_guard lock(entries_mu_);
+  MutexLock lock(entries_mu_);
   EntryIndex& index = entries_[static_cast<size_t>(type)];
   for (auto run = index.lower_bound(RunKey{project, ""});
        run != index.end() && run->first.project == project;) {
