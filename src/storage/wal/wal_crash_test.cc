@@ -21,7 +21,7 @@ namespace {
 // Checkpoints during the lifetimes: a thread truncates the log before the first record not yet
 // acknowledged, retiring the last segment whenever nothing newer is on disk.
 struct Truncation {
-  uint64_t below = 1;         // records below this may be gone: the highest truncation asked for
+  uint64_t below = 1;          // records below this may be gone: the highest truncation asked for
   uint64_t highest_acked = 0;  // LSNs are never reused, truncated or not
 };
 
@@ -65,8 +65,8 @@ void RunLifetime(test::FaultInjectionFileSystem& fs, const std::string& dir, int
 
   std::mt19937 rng(static_cast<unsigned>(lifetime));
   const int crash_after = static_cast<int>(rng() % 400);
-  std::mutex mu;
-  std::map<uint64_t, std::string> acked_now;  // GUARDED_BY(mu)
+  Mutex mu;
+  std::map<uint64_t, std::string> acked_now;  // guarded by mu
   std::atomic<int> acked_count{0};
   std::atomic<uint64_t> watermark{0};  // every record below it is acknowledged
   std::atomic<bool> stop{false};
@@ -77,7 +77,7 @@ void RunLifetime(test::FaultInjectionFileSystem& fs, const std::string& dir, int
       while (!stop) {
         const uint64_t w = watermark.load();
         if (w > truncation->below) {
-          truncation->below = w;  // asked for: from here on the records below may be gone
+          truncation->below = w;         // asked for: from here on the records below may be gone
           (void)log->TruncateBefore(w);  // fails once the power is cut; that is fine
         }
         std::this_thread::yield();
@@ -90,7 +90,7 @@ void RunLifetime(test::FaultInjectionFileSystem& fs, const std::string& dir, int
         std::string payload = Payload(uint64_t{1000000} * lifetime + 1000 * t + i, 30 + 20 * t);
         log->Append(payload, [&, payload](const Status& s, uint64_t lsn) {
           if (!s.ok()) return;
-          std::lock_guard<std::mutex> lock(mu);
+          MutexLock lock(mu);
           acked_now[lsn] = payload;
           ++acked_count;
           acked_count.notify_all();
@@ -108,7 +108,7 @@ void RunLifetime(test::FaultInjectionFileSystem& fs, const std::string& dir, int
   log.reset();  // the dead process's log: its I/O fails, and so do its pending callbacks
   fs.Restart();
 
-  std::lock_guard<std::mutex> lock(mu);
+  MutexLock lock(mu);
   for (const auto& [lsn, payload] : acked_now) {
     EXPECT_GE(lsn, first_new);
     acknowledged[lsn] = payload;

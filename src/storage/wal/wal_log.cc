@@ -24,9 +24,9 @@ Result<std::unique_ptr<WalLog>> WalLog::Open(FileSystem& fs, std::string dir, Wa
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   std::unique_ptr<WalLog> log(new WalLog(fs, std::move(dir), options));
   TW_RETURN_IF_ERROR(log->Recover().WithContext("opening WAL in " + log->dir_));
-  std::lock_guard<std::mutex> close_lock(log->close_mu_);
+  MutexLock close_lock(log->close_mu_);
   log->writer_ = std::thread(&WalLog::WriterLoop, log.get());
-  std::lock_guard<std::mutex> lock(log->mu_);
+  MutexLock lock(log->mu_);
   log->writer_id_ = log->writer_.get_id();
   return log;
 }
@@ -40,7 +40,7 @@ std::string WalLog::SegmentPath(uint64_t first_lsn) const {
 void WalLog::Append(std::string record, AppendCallback done) {
   Status refused;
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (record.size() > options_.max_record_bytes) {
       refused = Status::InvalidArgument("WAL record of " + std::to_string(record.size()) +
                                         " bytes exceeds the maximum of " +
@@ -48,13 +48,13 @@ void WalLog::Append(std::string record, AppendCallback done) {
     } else {
       // The writer thread never waits: only it can make room.
       const bool may_wait = std::this_thread::get_id() != writer_id_;
-      auto must_wait = [&] {
+      auto must_wait = [&]() TW_REQUIRES(mu_) {
         return may_wait && !closing_ && failure_.ok() && stats_.queued_bytes > 0 &&
                stats_.queued_bytes + record.size() > options_.max_queue_bytes;
       };
       if (must_wait()) {
         ++stats_.backpressure_waits;
-        space_cv_.wait(lock, [&] { return !must_wait(); });
+        space_cv_.wait(lock.native(), [&]() TW_REQUIRES(mu_) { return !must_wait(); });
       }
       if (closing_) {
         refused = Status::Unavailable("WAL " + dir_ + " is closed");
@@ -83,19 +83,19 @@ void WalLog::WriterLoop() {
     {
       // The group is taken and written under write_mu_, so that TruncateBefore never sees a
       // group that has left the queue but is not on disk yet.
-      std::unique_lock<std::mutex> write_lock(write_mu_);
+      MutexLock write_lock(write_mu_);
       {
-        std::unique_lock<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         if (queue_.empty() && !closing_) {
-          write_lock.unlock();  // TruncateBefore may roll while the writer waits
+          write_lock.Unlock();  // TruncateBefore may roll while the writer waits
           const bool retry_due = WaitForWork(lock);
-          lock.unlock();
-          write_lock.lock();
-          lock.lock();
+          lock.Unlock();
+          write_lock.Lock();
+          lock.Lock();
           if (retry_due && !failure_.ok() && queue_.empty() && !closing_) {
-            lock.unlock();
+            lock.Unlock();
             Status restarted = StartAfresh();
-            lock.lock();
+            lock.Lock();
             if (restarted.ok()) {
               failure_ = Status::Ok();
               ++stats_.restarts;
@@ -121,7 +121,7 @@ void WalLog::WriterLoop() {
       std::string().swap(p.record);  // the callbacks need only the LSN
     }
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       stats_.queued_bytes -= payload;
       stats_.syncs += delta.syncs;
       if (status.ok()) {
@@ -138,11 +138,11 @@ void WalLog::WriterLoop() {
     for (Pending& p : group) p.done(status, p.lsn);
     group.clear();
   }
-  std::lock_guard<std::mutex> write_lock(write_mu_);
+  MutexLock write_lock(write_mu_);
   if (active_ != nullptr) {
     Status s = active_->Close();
     active_.reset();
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!s.ok() && failure_.ok()) failure_ = s;
   }
 }
@@ -160,7 +160,7 @@ Status WalLog::WriteGroup(const std::vector<Pending>& group, WalStats* delta) {
   TW_RETURN_IF_ERROR(active_->Sync());  // one write and one fdatasync for the whole group
   ++delta->syncs;
   TW_RETURN_IF_ERROR(SyncDirIfNeeded(delta));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   segments_.back().bytes = active_->size();
   return Status::Ok();
 }
@@ -174,30 +174,30 @@ Status WalLog::StartSegment(uint64_t lsn, WalStats* delta) {
     ++delta->syncs;
     TW_RETURN_IF_ERROR(SyncDirIfNeeded(delta));
     TW_RETURN_IF_ERROR(active_->Close());
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     segments_.back().bytes = active_->size();
     active_.reset();
   }
   TW_ASSIGN_OR_RETURN(active_, SegmentWriter::Create(fs_, SegmentPath(lsn), lsn));
   dir_dirty_ = true;
   delta->bytes_written += kSegmentHeaderSize;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   // Recovery may have left an empty placeholder with this very name (see Recover); reuse its entry.
   if (segments_.empty() || segments_.back().first_lsn != lsn) segments_.push_back({lsn, 0});
   return Status::Ok();
 }
 
-bool WalLog::WaitForWork(std::unique_lock<std::mutex>& lock) {
-  auto ready = [&] { return !queue_.empty() || closing_; };
+bool WalLog::WaitForWork(MutexLock& lock) {
+  auto ready = [&]() TW_REQUIRES(mu_) { return !queue_.empty() || closing_; };
   if (options_.retry_clock == nullptr) {
-    work_cv_.wait(lock, ready);
+    work_cv_.wait(lock.native(), ready);
     return false;
   }
   // Through the clock even while healthy (with no deadline): a test's ManualClock then sees an
   // idle writer among its waiters.
   const int64_t deadline =
       failure_.ok() ? Clock::kNever : options_.retry_clock->DeadlineIn(options_.retry_seconds);
-  return !options_.retry_clock->WaitUntil(lock, work_cv_, deadline, ready);
+  return !options_.retry_clock->WaitUntil(lock.native(), work_cv_, deadline, ready);
 }
 
 Status WalLog::StartAfresh() {
@@ -207,7 +207,7 @@ Status WalLog::StartAfresh() {
   }
   uint64_t lsn;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     lsn = next_lsn_;
   }
   // No record from `lsn` on was ever written: a file here is an earlier attempt's leftover.
@@ -224,7 +224,7 @@ Status WalLog::StartAfresh() {
   }
   active_ = std::move(segment);
   dir_dirty_ = false;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   segments_.push_back({lsn, active_->size()});
   stats_.bytes_written += kSegmentHeaderSize;
   stats_.syncs += 2;
@@ -246,13 +246,13 @@ Status WalLog::RetireLastSegment(uint64_t lsn) {
     // segments before it are about to go.
     WalStats delta;
     Status synced = SyncDirIfNeeded(&delta);
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stats_.syncs += delta.syncs;
     TW_RETURN_IF_ERROR(synced);
   }
   uint64_t next_to_write;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!failure_.ok() || closing_ || segments_.empty() || segments_.back().bytes == 0) {
       return Status::Ok();  // failed or closed: left to recovery; nothing to retire
     }
@@ -275,22 +275,22 @@ Status WalLog::RetireLastSegment(uint64_t lsn) {
                       SegmentWriter::Create(fs_, SegmentPath(next_to_write), next_to_write));
   dir_dirty_ = true;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stats_.bytes_written += kSegmentHeaderSize;  // buffered: written with the next group
     segments_.push_back({next_to_write, 0});
   }
   // Until the new entry is durable the old segment must stay (the next group syncs it otherwise).
   WalStats delta;
   Status synced = SyncDirIfNeeded(&delta);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   stats_.syncs += delta.syncs;
   return synced;
 }
 
 Status WalLog::TruncateBefore(uint64_t lsn) {
-  std::lock_guard<std::mutex> truncate_lock(truncate_mu_);
+  MutexLock truncate_lock(truncate_mu_);
   {
-    std::lock_guard<std::mutex> write_lock(write_mu_);
+    MutexLock write_lock(write_mu_);
     // A failed roll deletes nothing this time (the old last segment may be the only one whose
     // name tells the next LSN); the log itself goes on, and the next truncation deletes it.
     Status rolled = RetireLastSegment(lsn);
@@ -300,7 +300,7 @@ Status WalLog::TruncateBefore(uint64_t lsn) {
   }
   std::vector<uint64_t> doomed;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     // Segment i holds LSNs [first_i, first_{i+1}); the last one has no successor and stays.
     for (size_t i = 0; i + 1 < segments_.size() && segments_[i + 1].first_lsn <= lsn; ++i) {
       doomed.push_back(segments_[i].first_lsn);
@@ -317,7 +317,7 @@ Status WalLog::TruncateBefore(uint64_t lsn) {
   {
     // Only TruncateBefore removes entries, and only from the front, so the first `removed`
     // entries are still the ones removed.
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     segments_.erase(segments_.begin(), segments_.begin() + static_cast<ptrdiff_t>(removed));
   }
   TW_RETURN_IF_ERROR(status.WithContext("truncating WAL before lsn " + std::to_string(lsn)));
@@ -325,12 +325,12 @@ Status WalLog::TruncateBefore(uint64_t lsn) {
 }
 
 uint64_t WalLog::NextLsn() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return next_lsn_;
 }
 
 uint64_t WalLog::DiskBytes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   uint64_t total = 0;
   for (const Segment& s : segments_) total += s.bytes;
   return total;
@@ -339,19 +339,19 @@ uint64_t WalLog::DiskBytes() const {
 void WalLog::Close() {
   bool on_writer;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     closing_ = true;
     on_writer = std::this_thread::get_id() == writer_id_;
   }
   work_cv_.notify_all();
   space_cv_.notify_all();
   if (on_writer) return;  // called from a callback: the writer exits once the queue is drained
-  std::lock_guard<std::mutex> close_lock(close_mu_);
+  MutexLock close_lock(close_mu_);
   if (writer_.joinable()) writer_.join();
 }
 
 WalStats WalLog::Stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   WalStats stats = stats_;
   stats.segments = segments_.size();
   for (const Segment& s : segments_) stats.disk_bytes += s.bytes;
@@ -359,7 +359,7 @@ WalStats WalLog::Stats() const {
 }
 
 Status WalLog::Health() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return failure_;
 }
 

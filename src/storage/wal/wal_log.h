@@ -14,6 +14,7 @@
 
 #include "common/clock.h"
 #include "common/file_system.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "storage/log.h"
 
@@ -150,51 +151,52 @@ class WalLog final : public Log {
   // The writer thread.
   void WriterLoop();
   // Writes and syncs one group, rolling segments as needed. Writer thread only.
-  Status WriteGroup(const std::vector<Pending>& group, WalStats* delta);
+  Status WriteGroup(const std::vector<Pending>& group, WalStats* delta) TW_REQUIRES(write_mu_);
   // Syncs and closes the active segment, if any, and starts one whose first record is `lsn`.
   // Writer thread only.
-  Status StartSegment(uint64_t lsn, WalStats* delta);
+  Status StartSegment(uint64_t lsn, WalStats* delta) TW_REQUIRES(write_mu_);
   // After a failure: abandons the active segment and starts a fresh, empty one named after the
   // next LSN, synced with its directory entry. Writer thread, holding write_mu_, queue empty.
-  Status StartAfresh();
+  Status StartAfresh() TW_REQUIRES(write_mu_);
   // Waits for work (through the retry clock when there is one); while stopped, for at most
   // retry_seconds. Returns true when it is time to try StartAfresh. `lock` holds mu_.
-  bool WaitForWork(std::unique_lock<std::mutex>& lock);
+  bool WaitForWork(MutexLock& lock) TW_REQUIRES(mu_);
   // Fsyncs the directory if a segment was created since it was last synced. Writer thread only.
-  Status SyncDirIfNeeded(WalStats* delta);
+  Status SyncDirIfNeeded(WalStats* delta) TW_REQUIRES(write_mu_);
   // TruncateBefore's roll: if every record written has LSN < lsn and the last segment holds any,
   // closes the active segment and creates the next one, empty, named after the next LSN to be
   // written, its directory entry synced. Caller holds write_mu_ (not mu_).
-  Status RetireLastSegment(uint64_t lsn);
+  Status RetireLastSegment(uint64_t lsn) TW_REQUIRES(write_mu_);
 
   FileSystem& fs_;
   const std::string dir_;
   const WalOptions options_;
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable work_cv_;   // signalled when queue_ gains records or closing_ is set
   std::condition_variable space_cv_;  // signalled when queued bytes drop, or on close/failure
-  std::deque<Pending> queue_;         // GUARDED_BY(mu_); in LSN order
-  uint64_t next_lsn_ = 1;             // GUARDED_BY(mu_)
-  bool appended_ = false;             // GUARDED_BY(mu_); an Append was accepted
-  bool closing_ = false;              // GUARDED_BY(mu_)
-  Status failure_;                    // GUARDED_BY(mu_); sticky once set
-  std::vector<Segment> segments_;     // GUARDED_BY(mu_); ascending first_lsn, active last
-  WalStats stats_;                    // GUARDED_BY(mu_); queued_bytes is the backpressure gauge
-  std::thread::id writer_id_;         // GUARDED_BY(mu_); set by Open before it returns
-  ReplayStats recovery_;              // GUARDED_BY(mu_); what Open cut off, for Replay to report
+  std::deque<Pending> queue_ TW_GUARDED_BY(mu_);  // in LSN order
+  uint64_t next_lsn_ TW_GUARDED_BY(mu_) = 1;
+  bool appended_ TW_GUARDED_BY(mu_) = false;  // an Append was accepted
+  bool closing_ TW_GUARDED_BY(mu_) = false;
+  Status failure_ TW_GUARDED_BY(mu_);                 // sticky once set
+  std::vector<Segment> segments_ TW_GUARDED_BY(mu_);  // ascending first_lsn, active last
+  WalStats stats_ TW_GUARDED_BY(mu_);                 // queued_bytes is the backpressure gauge
+  std::thread::id writer_id_ TW_GUARDED_BY(mu_);      // set by Open before it returns
+  ReplayStats recovery_ TW_GUARDED_BY(mu_);           // what Open cut off, for Replay to report
 
-  std::mutex truncate_mu_;  // serializes TruncateBefore calls; taken before write_mu_
+  Mutex truncate_mu_;  // serializes TruncateBefore calls; taken before write_mu_
   // Held by the writer thread from taking a group off the queue until it is written and synced,
   // and by TruncateBefore while it rolls: whoever holds it owns active_ and dir_dirty_. Taken
   // before mu_.
-  std::mutex write_mu_;
-  std::mutex close_mu_;  // serializes joining writer_
-  std::thread writer_;   // GUARDED_BY(close_mu_) once started
+  Mutex write_mu_;
+  Mutex close_mu_;                               // serializes joining writer_
+  std::thread writer_ TW_GUARDED_BY(close_mu_);  // once started
 
-  // GUARDED_BY(write_mu_): the writer thread's, and TruncateBefore's while it rolls.
-  std::unique_ptr<SegmentWriter> active_;
-  bool dir_dirty_ = false;  // a segment was created and the directory not synced since
+  // The writer thread's, and TruncateBefore's while it rolls.
+  std::unique_ptr<SegmentWriter> active_ TW_GUARDED_BY(write_mu_);
+  // A segment was created and the directory not synced since.
+  bool dir_dirty_ TW_GUARDED_BY(write_mu_) = false;
 };
 
 }  // namespace trainwatch::storage::wal

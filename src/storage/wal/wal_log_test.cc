@@ -562,8 +562,8 @@ TEST_F(WalLogTest, ConcurrentAppendersFromEightThreads) {
   constexpr int kThreads = 8;
   constexpr int kPerThread = 2000;
   auto log = OpenLog();
-  std::mutex mu;
-  std::map<uint64_t, std::string> by_lsn;  // GUARDED_BY(mu)
+  Mutex mu;
+  std::map<uint64_t, std::string> by_lsn;  // guarded by mu
   std::atomic<uint64_t> last_lsn{0};
   std::atomic<int> in_callback{0};
   std::atomic<int> failures{0};
@@ -578,7 +578,7 @@ TEST_F(WalLogTest, ConcurrentAppendersFromEightThreads) {
           if (!s.ok() || lsn != last_lsn.load() + 1) ++failures;
           last_lsn = lsn;
           {
-            std::lock_guard<std::mutex> lock(mu);
+            MutexLock lock(mu);
             by_lsn[lsn] = payload;
           }
           in_callback.fetch_sub(1);

@@ -95,7 +95,7 @@ Status WalLog::Recover() {
     next_lsn = has_records ? last_lsn + 1 : last.first_lsn;
   }
 
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   segments_ = std::move(segments);
   next_lsn_ = next_lsn;
   recovery_ = std::move(recovery);
@@ -108,7 +108,7 @@ Result<ReplayStats> WalLog::Replay(
   uint64_t next_lsn;
   ReplayStats stats;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (appended_) return Status::InvalidArgument("WAL Replay must come before the first Append");
     segments = segments_;
     next_lsn = next_lsn_;

@@ -43,22 +43,22 @@ class CallbackLog {
  public:
   Log::AppendCallback Callback() {
     return [this](const Status& status, uint64_t lsn) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       results_.emplace_back(status, lsn);
       cv_.notify_all();
     };
   }
   // Waits until `n` callbacks have run in all; returns their (status, lsn) in call order.
   std::vector<std::pair<Status, uint64_t>> WaitFor(size_t n) {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return results_.size() >= n; });
+    MutexLock lock(mu_);
+    cv_.wait(lock.native(), [&]() TW_REQUIRES(mu_) { return results_.size() >= n; });
     return results_;
   }
 
  private:
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::vector<std::pair<Status, uint64_t>> results_;  // GUARDED_BY(mu_)
+  std::vector<std::pair<Status, uint64_t>> results_ TW_GUARDED_BY(mu_);
 };
 
 // Holds the log's writer thread inside the callback of one record ("hold"), so that appends made
