@@ -3,7 +3,7 @@
 namespace trainwatch::storage {
 
 PointsPtr ChunkCache::Get(SeriesId series, uint32_t chunk_no) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = index_.find(Key{series, chunk_no});
   if (it == index_.end()) return nullptr;
   lru_.splice(lru_.begin(), lru_, it->second);
@@ -11,7 +11,7 @@ PointsPtr ChunkCache::Get(SeriesId series, uint32_t chunk_no) {
 }
 
 void ChunkCache::Put(SeriesId series, uint32_t chunk_no, PointsPtr points) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Key key{series, chunk_no};
   if (auto it = index_.find(key); it != index_.end()) {
     bytes_ -= SizeOf(*it->second);
@@ -30,7 +30,7 @@ void ChunkCache::Put(SeriesId series, uint32_t chunk_no, PointsPtr points) {
 }
 
 void ChunkCache::Erase(SeriesId series, uint32_t chunk_no) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = index_.find(Key{series, chunk_no});
   if (it == index_.end()) return;
   bytes_ -= SizeOf(*it->second);
@@ -39,13 +39,13 @@ void ChunkCache::Erase(SeriesId series, uint32_t chunk_no) {
 }
 
 BlocksPtr ChunkCache::GetBlocks(SeriesId series, uint32_t chunk_no) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = index_.find(Key{series, chunk_no});
   return it == index_.end() ? nullptr : it->second->blocks;
 }
 
 void ChunkCache::PutBlocks(SeriesId series, uint32_t chunk_no, BlocksPtr blocks) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = index_.find(Key{series, chunk_no});
   if (it == index_.end() || it->second->blocks) return;
   it->second->blocks = std::move(blocks);
@@ -53,7 +53,7 @@ void ChunkCache::PutBlocks(SeriesId series, uint32_t chunk_no, BlocksPtr blocks)
 }
 
 uint64_t ChunkCache::bytes() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return bytes_;
 }
 

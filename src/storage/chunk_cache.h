@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/mutex.h"
 #include "storage/block_summary.h"
 #include "storage/encoding/point.h"
 #include "storage/series_key.h"
@@ -56,10 +57,10 @@ class ChunkCache {
   }
 
   const uint64_t capacity_bytes_;
-  mutable std::mutex mu_;
-  std::list<Entry> lru_;  // GUARDED_BY(mu_); front = most recent
-  std::unordered_map<Key, std::list<Entry>::iterator, KeyHash> index_;  // GUARDED_BY(mu_)
-  uint64_t bytes_ = 0;                                                  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::list<Entry> lru_ TW_GUARDED_BY(mu_);  // front = most recent
+  std::unordered_map<Key, std::list<Entry>::iterator, KeyHash> index_ TW_GUARDED_BY(mu_);
+  uint64_t bytes_ TW_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace trainwatch::storage

@@ -179,7 +179,7 @@ std::unique_ptr<rocksdb::FSWritableFile> FaultInjectionRocksFs::Wrap(
 
 IOStatus FaultInjectionRocksFs::FileAppend(File& file, const rocksdb::Slice& data,
                                            const IOOptions& options, IODebugContext* dbg) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!AliveLocked(file.generation())) return Discarded();
   if (!write_error_.ok()) return InjectedLocked();
   return file.target()->Append(data, options, dbg);
@@ -189,7 +189,7 @@ IOStatus FaultInjectionRocksFs::FileSync(File& file, bool full, const IOOptions&
                                          IODebugContext* dbg) {
   uint64_t size;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (!AliveLocked(file.generation())) return Discarded();
     if (!write_error_.ok()) return InjectedLocked();
     size = file.target()->GetFileSize(options, dbg);
@@ -200,7 +200,7 @@ IOStatus FaultInjectionRocksFs::FileSync(File& file, bool full, const IOOptions&
   (void)full;
   (void)options;
   (void)dbg;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!AliveLocked(file.generation())) return Discarded();
   auto it = files_.find(file.path());
   if (it != files_.end()) it->second.synced_bytes = std::max(it->second.synced_bytes, size);
@@ -208,12 +208,12 @@ IOStatus FaultInjectionRocksFs::FileSync(File& file, bool full, const IOOptions&
 }
 
 bool FaultInjectionRocksFs::Alive(uint64_t generation) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return AliveLocked(generation);
 }
 
 IOStatus FaultInjectionRocksFs::DirSync(const std::string& dir) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (down_) return Discarded();
   for (auto& [path, state] : files_) {
     if (ParentDir(path) == dir) {
@@ -242,7 +242,7 @@ IOStatus FaultInjectionRocksFs::NewWritableFile(const std::string& f,
                                                 const rocksdb::FileOptions& options,
                                                 std::unique_ptr<rocksdb::FSWritableFile>* r,
                                                 IODebugContext* dbg) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (down_) {
     *r = std::make_unique<DiscardingFile>();
     return Discarded();
@@ -261,7 +261,7 @@ IOStatus FaultInjectionRocksFs::ReopenWritableFile(const std::string& f,
                                                    const rocksdb::FileOptions& options,
                                                    std::unique_ptr<rocksdb::FSWritableFile>* r,
                                                    IODebugContext* dbg) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (down_) {
     *r = std::make_unique<DiscardingFile>();
     return Discarded();
@@ -291,7 +291,7 @@ IOStatus FaultInjectionRocksFs::NewRandomRWFile(const std::string& f,
                                                 std::unique_ptr<rocksdb::FSRandomRWFile>* r,
                                                 IODebugContext* dbg) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (down_) return IOStatus::IOError("FaultInjectionRocksFs: crashed");
   }
   return target_->NewRandomRWFile(f, options, r, dbg);
@@ -309,7 +309,7 @@ IOStatus FaultInjectionRocksFs::NewDirectory(const std::string& name, const IOOp
 
 IOStatus FaultInjectionRocksFs::RenameFile(const std::string& from, const std::string& to,
                                            const IOOptions& options, IODebugContext* dbg) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (down_) return Discarded();
   FileState moved;
   auto from_it = files_.find(from);
@@ -339,7 +339,7 @@ IOStatus FaultInjectionRocksFs::RenameFile(const std::string& from, const std::s
 
 IOStatus FaultInjectionRocksFs::LinkFile(const std::string& from, const std::string& to,
                                          const IOOptions& options, IODebugContext* dbg) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (down_) return Discarded();
   IOStatus s = target_->LinkFile(from, to, options, dbg);
   if (!s.ok()) return s;
@@ -356,7 +356,7 @@ IOStatus FaultInjectionRocksFs::LinkFile(const std::string& from, const std::str
 
 IOStatus FaultInjectionRocksFs::DeleteFile(const std::string& f, const IOOptions& options,
                                            IODebugContext* dbg) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (down_) return Discarded();
   IOStatus s = target_->DeleteFile(f, options, dbg);
   if (s.ok()) files_.erase(f);
@@ -365,7 +365,7 @@ IOStatus FaultInjectionRocksFs::DeleteFile(const std::string& f, const IOOptions
 
 IOStatus FaultInjectionRocksFs::Truncate(const std::string& f, size_t size,
                                          const IOOptions& options, IODebugContext* dbg) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (down_) return Discarded();
   IOStatus s = target_->Truncate(f, size, options, dbg);
   auto it = files_.find(f);
@@ -378,7 +378,7 @@ IOStatus FaultInjectionRocksFs::Truncate(const std::string& f, size_t size,
 IOStatus FaultInjectionRocksFs::CreateDir(const std::string& d, const IOOptions& options,
                                           IODebugContext* dbg) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (down_) return Discarded();
   }
   return target_->CreateDir(d, options, dbg);
@@ -387,7 +387,7 @@ IOStatus FaultInjectionRocksFs::CreateDir(const std::string& d, const IOOptions&
 IOStatus FaultInjectionRocksFs::CreateDirIfMissing(const std::string& d, const IOOptions& options,
                                                    IODebugContext* dbg) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (down_) return Discarded();
   }
   return target_->CreateDirIfMissing(d, options, dbg);
@@ -408,7 +408,7 @@ IOStatus FaultInjectionRocksFs::Crash() { return CrashImpl(std::nullopt); }
 IOStatus FaultInjectionRocksFs::CrashWithTornWrites(uint64_t seed) { return CrashImpl(seed); }
 
 IOStatus FaultInjectionRocksFs::CrashImpl(std::optional<uint64_t> torn_writes_seed) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   down_ = true;
   ++generation_;
   std::mt19937_64 rng(torn_writes_seed.value_or(0));
@@ -442,17 +442,17 @@ IOStatus FaultInjectionRocksFs::CrashImpl(std::optional<uint64_t> torn_writes_se
 }
 
 void FaultInjectionRocksFs::Restart() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   down_ = false;
 }
 
 void FaultInjectionRocksFs::SetWriteError(IOStatus error) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   write_error_ = std::move(error);
 }
 
 uint64_t FaultInjectionRocksFs::RefusedWrites() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return refused_writes_;
 }
 

@@ -13,6 +13,8 @@
 
 #include <rocksdb/file_system.h>
 
+#include "common/mutex.h"
+
 namespace trainwatch::storage::test {
 
 // What Crash() models, after RocksDB's own FaultInjectionTestFS:
@@ -125,23 +127,25 @@ class FaultInjectionRocksFs final : public rocksdb::FileSystemWrapper {
   rocksdb::IOStatus DirSync(const std::string& dir);
   bool Alive(uint64_t generation) const;
 
-  // REQUIRES(mu_)
-  bool AliveLocked(uint64_t generation) const { return !down_ && generation == generation_; }
-  // Refuses the call with the injected error, counting it. REQUIRES(mu_)
-  rocksdb::IOStatus InjectedLocked();
-  // Starts tracking a file just created at `path`. REQUIRES(mu_)
-  void TrackNewLocked(const std::string& path, bool existed, uint64_t size);
+  bool AliveLocked(uint64_t generation) const TW_REQUIRES(mu_) {
+    return !down_ && generation == generation_;
+  }
+  // Refuses the call with the injected error, counting it.
+  rocksdb::IOStatus InjectedLocked() TW_REQUIRES(mu_);
+  // Starts tracking a file just created at `path`.
+  void TrackNewLocked(const std::string& path, bool existed, uint64_t size) TW_REQUIRES(mu_);
   rocksdb::IOStatus CrashImpl(std::optional<uint64_t> torn_writes_seed);
-  // Wraps a writable file of the base file system.
+  // Wraps a writable file of the base file system, of the current generation.
   std::unique_ptr<rocksdb::FSWritableFile> Wrap(const std::string& path,
-                                                std::unique_ptr<rocksdb::FSWritableFile> base);
+                                                std::unique_ptr<rocksdb::FSWritableFile> base)
+      TW_REQUIRES(mu_);
 
-  mutable std::mutex mu_;
-  std::map<std::string, FileState> files_;  // GUARDED_BY(mu_); by path as RocksDB names it
-  uint64_t generation_ = 0;                 // GUARDED_BY(mu_); bumped by each crash
-  bool down_ = false;                       // GUARDED_BY(mu_)
-  rocksdb::IOStatus write_error_;           // GUARDED_BY(mu_)
-  uint64_t refused_writes_ = 0;             // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::map<std::string, FileState> files_ TW_GUARDED_BY(mu_);  // by path as RocksDB names it
+  uint64_t generation_ TW_GUARDED_BY(mu_) = 0;                 // bumped by each crash
+  bool down_ TW_GUARDED_BY(mu_) = false;
+  rocksdb::IOStatus write_error_ TW_GUARDED_BY(mu_);
+  uint64_t refused_writes_ TW_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace trainwatch::storage::test

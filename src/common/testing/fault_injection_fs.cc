@@ -60,7 +60,7 @@ bool FaultInjectionFileSystem::AliveLocked(uint64_t generation) const {
 }
 
 Status FaultInjectionFileSystem::FileAppend(const File& file, std::string_view data) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!AliveLocked(file.generation())) return Down();
   if (!write_error_.ok()) {
     if (failed_append_ == FailedAppend::kHalfWritten) {
@@ -74,7 +74,7 @@ Status FaultInjectionFileSystem::FileAppend(const File& file, std::string_view d
 Status FaultInjectionFileSystem::FileSync(const File& file) {
   uint64_t size;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!AliveLocked(file.generation())) return Down();
     if (!write_error_.ok()) return write_error_;
     size = file.base().Size();
@@ -83,7 +83,7 @@ Status FaultInjectionFileSystem::FileSync(const File& file) {
   // not having completed. Appends to this file cannot run meanwhile (WritableFile is used by
   // one thread), so `size` is what the sync covers.
   if (syncs_ == Syncs::kPerformed) TW_RETURN_IF_ERROR(file.base().Sync());
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!AliveLocked(file.generation())) return Down();
   auto it = files_.find(file.path());
   if (it != files_.end()) it->second.synced_bytes = std::max(it->second.synced_bytes, size);
@@ -91,7 +91,7 @@ Status FaultInjectionFileSystem::FileSync(const File& file) {
 }
 
 Status FaultInjectionFileSystem::FileClose(const File& file) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Status s = file.base().Close();  // releases the descriptor even for a dead file
   if (!AliveLocked(file.generation())) return Down();
   return s;
@@ -99,7 +99,7 @@ Status FaultInjectionFileSystem::FileClose(const File& file) {
 
 Result<std::unique_ptr<WritableFile>> FaultInjectionFileSystem::OpenAppendable(
     const std::string& path) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (down_) return Down();
   const bool existed = base_.Exists(path);
   TW_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> base_file, base_.OpenAppendable(path));
@@ -113,25 +113,25 @@ Result<std::unique_ptr<WritableFile>> FaultInjectionFileSystem::OpenAppendable(
 }
 
 Result<std::string> FaultInjectionFileSystem::ReadFile(const std::string& path) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (down_) return Down();
   return base_.ReadFile(path);
 }
 
 Result<std::vector<std::string>> FaultInjectionFileSystem::ListDir(const std::string& dir) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (down_) return Down();
   return base_.ListDir(dir);
 }
 
 Status FaultInjectionFileSystem::CreateDirs(const std::string& dir) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (down_) return Down();
   return base_.CreateDirs(dir);
 }
 
 Status FaultInjectionFileSystem::RemoveFile(const std::string& path) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (down_) return Down();
   TW_RETURN_IF_ERROR(base_.RemoveFile(path));
   files_.erase(path);
@@ -139,13 +139,13 @@ Status FaultInjectionFileSystem::RemoveFile(const std::string& path) {
 }
 
 Status FaultInjectionFileSystem::RemoveDir(const std::string& dir) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (down_) return Down();
   return base_.RemoveDir(dir);
 }
 
 Status FaultInjectionFileSystem::RenameFile(const std::string& from, const std::string& to) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (down_) return Down();
   TW_RETURN_IF_ERROR(base_.RenameFile(from, to));
   auto it = files_.find(from);
@@ -160,7 +160,7 @@ Status FaultInjectionFileSystem::RenameFile(const std::string& from, const std::
 }
 
 Status FaultInjectionFileSystem::Truncate(const std::string& path, uint64_t size) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (down_) return Down();
   TW_RETURN_IF_ERROR(base_.Truncate(path, size));
   auto it = files_.find(path);
@@ -169,7 +169,7 @@ Status FaultInjectionFileSystem::Truncate(const std::string& path, uint64_t size
 }
 
 Status FaultInjectionFileSystem::SyncDir(const std::string& dir) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (down_) return Down();
   if (!sync_dir_error_.ok()) return sync_dir_error_;
   if (syncs_ == Syncs::kPerformed) TW_RETURN_IF_ERROR(base_.SyncDir(dir));
@@ -181,13 +181,13 @@ Status FaultInjectionFileSystem::SyncDir(const std::string& dir) {
 }
 
 Result<uint64_t> FaultInjectionFileSystem::FileSize(const std::string& path) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (down_) return Down();
   return base_.FileSize(path);
 }
 
 bool FaultInjectionFileSystem::Exists(const std::string& path) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return !down_ && base_.Exists(path);
 }
 
@@ -196,7 +196,7 @@ Status FaultInjectionFileSystem::Crash() { return CrashImpl(std::nullopt); }
 Status FaultInjectionFileSystem::CrashWithTornWrites(uint64_t seed) { return CrashImpl(seed); }
 
 Status FaultInjectionFileSystem::CrashImpl(std::optional<uint64_t> torn_writes_seed) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   down_ = true;
   ++generation_;
   std::mt19937_64 rng(torn_writes_seed.value_or(0));
@@ -226,23 +226,23 @@ Status FaultInjectionFileSystem::CrashImpl(std::optional<uint64_t> torn_writes_s
 }
 
 void FaultInjectionFileSystem::Restart() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   down_ = false;
 }
 
 void FaultInjectionFileSystem::SetWriteError(Status error, FailedAppend failed_append) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   write_error_ = std::move(error);
   failed_append_ = failed_append;
 }
 
 void FaultInjectionFileSystem::SetSyncDirError(Status error) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   sync_dir_error_ = std::move(error);
 }
 
 int64_t FaultInjectionFileSystem::SyncedBytes(const std::string& path) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = files_.find(path);
   return it == files_.end() ? -1 : static_cast<int64_t>(it->second.synced_bytes);
 }

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "common/file_system.h"
+#include "common/mutex.h"
 
 namespace trainwatch::test {
 
@@ -101,19 +102,19 @@ class FaultInjectionFileSystem final : public FileSystem {
   Status FileSync(const File& file);
   Status FileClose(const File& file);
 
-  bool AliveLocked(uint64_t generation) const;  // REQUIRES(mu_)
+  bool AliveLocked(uint64_t generation) const TW_REQUIRES(mu_);
   // Crash() without a seed, CrashWithTornWrites() with one.
   Status CrashImpl(std::optional<uint64_t> torn_writes_seed);
 
   FileSystem& base_;
   const Syncs syncs_;
-  mutable std::mutex mu_;
-  std::map<std::string, FileState> files_;  // GUARDED_BY(mu_); key: the path as opened
-  uint64_t generation_ = 0;                 // GUARDED_BY(mu_); bumped by Crash()
-  bool down_ = false;                       // GUARDED_BY(mu_)
-  Status write_error_;                      // GUARDED_BY(mu_)
-  FailedAppend failed_append_ = FailedAppend::kNothingWritten;  // GUARDED_BY(mu_)
-  Status sync_dir_error_;                                       // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::map<std::string, FileState> files_ TW_GUARDED_BY(mu_);  // key: the path as opened
+  uint64_t generation_ TW_GUARDED_BY(mu_) = 0;                 // bumped by Crash()
+  bool down_ TW_GUARDED_BY(mu_) = false;
+  Status write_error_ TW_GUARDED_BY(mu_);
+  FailedAppend failed_append_ TW_GUARDED_BY(mu_) = FailedAppend::kNothingWritten;
+  Status sync_dir_error_ TW_GUARDED_BY(mu_);
 };
 
 }  // namespace trainwatch::test
