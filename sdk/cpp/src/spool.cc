@@ -78,13 +78,16 @@ Result<std::unique_ptr<Spool>> Spool::Open(FileSystem& fs, std::string dir, Spoo
   TW_RETURN_IF_ERROR(fs.CreateDirs(dir).WithContext("creating spool directory " + dir));
   std::unique_ptr<Spool> spool(new Spool(fs, std::move(dir), options));
   TW_ASSIGN_OR_RETURN(std::vector<std::string> names, fs.ListDir(spool->dir_));
-  for (const std::string& name : names) {
-    uint64_t id;
-    if (!ParseSegmentName(name, &id)) continue;
-    TW_ASSIGN_OR_RETURN(uint64_t size, fs.FileSize(spool->PathOf(id)));
-    Segment& s = spool->segments_[id];
-    s.bytes = size;
-    spool->total_bytes_ += size;
+  {
+    MutexLock lock(spool->mu_);  // not shared yet: for the analysis
+    for (const std::string& name : names) {
+      uint64_t id;
+      if (!ParseSegmentName(name, &id)) continue;
+      TW_ASSIGN_OR_RETURN(uint64_t size, fs.FileSize(spool->PathOf(id)));
+      Segment& s = spool->segments_[id];
+      s.bytes = size;
+      spool->total_bytes_ += size;
+    }
   }
   return spool;
 }
@@ -157,7 +160,7 @@ Status Spool::MakeRoom(uint64_t incoming, uint64_t* dropped_points) {
 
 Status Spool::Append(const SpooledBatch& batch, uint64_t* dropped_points) {
   std::string record = EncodeRecord(batch);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!options_.drop_oldest_when_full && total_bytes_ + record.size() > options_.max_bytes) {
     return Status::ResourceExhausted("the spool " + dir_ + " is full (" +
                                      std::to_string(options_.max_bytes) + " bytes)");
@@ -200,7 +203,7 @@ Status Spool::AppendSegment(const std::vector<SpooledBatch>& batches) {
     data += EncodeRecord(b);
     points += b.points;
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   uint64_t id = batches.front().sequence;
   TW_RETURN_IF_ERROR(WriteFileAtomic(fs_, PathOf(id), data));
   Segment& s = segments_[id];
@@ -211,7 +214,7 @@ Status Spool::AppendSegment(const std::vector<SpooledBatch>& batches) {
 }
 
 bool Spool::HasUnloaded() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& [id, s] : segments_) {
     if (!s.loaded) return true;
   }
@@ -219,7 +222,7 @@ bool Spool::HasUnloaded() const {
 }
 
 Result<std::pair<uint64_t, std::vector<SpooledBatch>>> Spool::LoadOldest() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (auto& [id, s] : segments_) {
     if (s.loaded) continue;
     if (active_ && id == active_id_) TW_RETURN_IF_ERROR(CloseActive());
@@ -233,7 +236,7 @@ Result<std::pair<uint64_t, std::vector<SpooledBatch>>> Spool::LoadOldest() {
 }
 
 Status Spool::Release(uint64_t segment) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = segments_.find(segment);
   if (it == segments_.end()) return Status::Ok();
   if (active_ && segment == active_id_) TW_RETURN_IF_ERROR(CloseActive());
@@ -244,22 +247,22 @@ Status Spool::Release(uint64_t segment) {
 }
 
 void Spool::UnloadAll() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (auto& [id, s] : segments_) s.loaded = false;
 }
 
 uint64_t Spool::bytes() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return total_bytes_;
 }
 
 size_t Spool::segment_count() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return segments_.size();
 }
 
 Status Spool::Close() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Status s = CloseActive();
   if (segments_.empty()) (void)fs_.RemoveDir(dir_);
   return s;

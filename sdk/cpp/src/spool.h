@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "common/file_system.h"
+#include "common/mutex.h"
 #include "common/status.h"
 
 namespace trainwatch::sdk {
@@ -76,20 +77,20 @@ class Spool {
   };
   Spool(FileSystem& fs, std::string dir, SpoolOptions options);
   std::string PathOf(uint64_t segment) const;
-  Status CloseActive();  // caller holds mu_
-  // Drops the oldest unloaded, inactive segments until `incoming` more bytes fit. Caller holds mu_.
-  Status MakeRoom(uint64_t incoming, uint64_t* dropped_points);
+  Status CloseActive() TW_REQUIRES(mu_);
+  // Drops the oldest unloaded, inactive segments until `incoming` more bytes fit.
+  Status MakeRoom(uint64_t incoming, uint64_t* dropped_points) TW_REQUIRES(mu_);
   static std::string EncodeRecord(const SpooledBatch& batch);
   Result<std::vector<SpooledBatch>> ReadSegment(uint64_t segment) const;
 
   FileSystem& fs_;
   const std::string dir_;
   const SpoolOptions options_;
-  mutable std::mutex mu_;
-  std::map<uint64_t, Segment> segments_;         // GUARDED_BY(mu_), by first sequence
-  std::unique_ptr<WritableFile> active_;        // GUARDED_BY(mu_)
-  uint64_t active_id_ = 0;                      // GUARDED_BY(mu_), valid while active_
-  uint64_t total_bytes_ = 0;                    // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::map<uint64_t, Segment> segments_ TW_GUARDED_BY(mu_);  // by first sequence
+  std::unique_ptr<WritableFile> active_ TW_GUARDED_BY(mu_);
+  uint64_t active_id_ TW_GUARDED_BY(mu_) = 0;  // valid while active_
+  uint64_t total_bytes_ TW_GUARDED_BY(mu_) = 0;
 };
 
 // The sequence and points of every batch in a segment file's bytes; stops at a torn or corrupt
