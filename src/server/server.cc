@@ -21,6 +21,7 @@
 #include "common/file_system.h"
 #include "common/logging.h"
 #include "common/metrics_registry.h"
+#include "common/mutex.h"
 #include "ingest/grpc_service.h"
 #include "ingest/grpc_tls.h"
 #include "ingest/ingestor.h"
@@ -54,7 +55,7 @@ struct Server::Parts {
   std::unique_ptr<api::LiveHub> live;
   std::unique_ptr<notify::NotificationOutbox> outbox;
   std::unique_ptr<alerting::AlertManager> alerts;
-  std::mutex reload_mu;  // one rule reload at a time
+  Mutex reload_mu;  // one rule reload at a time
   std::unique_ptr<api::ApiContext> api;
   std::unique_ptr<api::ServerTlsContext> tls;  // null without --tls-cert; outlives http
   std::unique_ptr<api::HttpServer> http;
@@ -62,9 +63,9 @@ struct Server::Parts {
   std::unique_ptr<grpc::Server> grpc;
   int grpc_port = 0;
   std::unique_ptr<storage::Retention> retention;
-  std::mutex retention_mu;
+  Mutex retention_mu;
   std::condition_variable retention_cv;
-  bool retention_stop = false;  // GUARDED_BY(retention_mu)
+  bool retention_stop TW_GUARDED_BY(retention_mu) = false;
   std::thread retention_thread;
   bool shut_down = false;
 
@@ -78,7 +79,7 @@ struct Server::Parts {
   // Re-reads the alerting file; on success swaps rules, receivers and routes (detector state and
   // unchanged rules' state are kept). Returns a one-line summary or the file's first error.
   Result<std::string> ReloadAlerting() {
-    std::lock_guard lock(reload_mu);
+    MutexLock lock(reload_mu);
     TW_ASSIGN_OR_RETURN(alerting::AlertingFile file,
                         alerting::LoadAlertingFile(PosixFileSystem(), config.alerting_file));
     TW_RETURN_IF_ERROR(outbox->Reload(file.notify));
@@ -92,7 +93,7 @@ struct Server::Parts {
 
   void StopRetention() {
     {
-      std::lock_guard lock(retention_mu);
+      MutexLock lock(retention_mu);
       retention_stop = true;
     }
     retention_cv.notify_all();
@@ -100,17 +101,19 @@ struct Server::Parts {
   }
 
   void RetentionLoop() {
-    std::unique_lock lock(retention_mu);
+    MutexLock lock(retention_mu);
     for (;;) {
       // Sooner while the disk is near the guard's threshold (Retention::NextPollSeconds).
       const double wait = retention->NextPollSeconds(config.retention_interval_seconds);
-      if (clock.WaitFor(lock, retention_cv, wait, [&] { return retention_stop; })) return;
-      lock.unlock();
+      if (clock.WaitFor(lock.native(), retention_cv, wait,
+                        [&]() TW_REQUIRES(retention_mu) { return retention_stop; }))
+        return;
+      lock.Unlock();
       Status s = retention->RunOnce();
       if (!s.ok()) logger->Error("retention pass", {{"error", s.ToString()}});
       if (Status a = audit->ApplyRetention(); !a.ok())
         logger->Error("audit log retention", {{"error", a.ToString()}});
-      lock.lock();
+      lock.Lock();
     }
   }
 };
