@@ -34,13 +34,12 @@ def run_info(server, run, project="live"):
 
 
 def wait_for_status(server, run, status, seconds):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+    """The run's info once its status is `status` (`seconds` only guards against a hang)."""
+    def reached():
         info = run_info(server, run)
-        if info["status"] == status:
-            return info
-        time.sleep(0.05)  # sleep-ok: polls a condition
-    raise AssertionError("run %s is %s, not %s, after %ss" % (run, run_info(server, run)["status"], status, seconds))
+        return info if info["status"] == status else None
+
+    return wait_until(reached, "run %s to be %s" % (run, status), timeout=seconds)
 
 
 def test_silent_run_turns_crashed_and_a_heartbeat_revives_it(server, pb):

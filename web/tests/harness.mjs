@@ -140,13 +140,30 @@ export class Server {
     this.stderrPath = path.join(this.dir, 'stderr.log');
     this.stdoutPath = path.join(this.dir, 'stdout.log');
     const err = fs.openSync(this.stderrPath, 'w');
-    const out = fs.openSync(this.stdoutPath, 'w');
     this.exit = null;
+    this.port = null;
+    this.grpcPort = null;
     this.proc = spawn(BIN, [...args, '--listen', '127.0.0.1:0', '--grpc-listen', '127.0.0.1:0', ...this.args],
-      { stdio: ['ignore', out, err] });
+      { stdio: ['ignore', 'pipe', err] });
     fs.closeSync(err);
-    fs.closeSync(out);
     const proc = this.proc;
+    // stdout is read as it comes (and kept in stdout.log): the serving line is an event, not a poll.
+    const stdoutFile = fs.createWriteStream(this.stdoutPath);
+    let stdoutText = '';
+    this.serving = new Promise((resolve) => {
+      proc.stdout.on('data', (chunk) => {
+        stdoutFile.write(chunk);
+        if (this.port) return;
+        stdoutText += chunk.toString('utf8');
+        const m = SERVING_LINE.exec(stdoutText);
+        if (m) {
+          this.port = Number(m[2]);
+          this.grpcPort = Number(m[3]);
+          resolve(true);
+        }
+      });
+      proc.stdout.on('end', () => { stdoutFile.end(); resolve(Boolean(this.port)); });
+    });
     this.exited = new Promise((resolve) => proc.on('exit', (code, sig) => {
       this.exit = { code, sig };
       resolve(this.exit);
@@ -157,34 +174,27 @@ export class Server {
     throw new Error(`trainwatch did not come up (exit ${JSON.stringify(this.exit)}):\n${this.tail()}`);
   }
 
-  /** Polls the server's stdout for the line naming its bound ports; sets port and grpcPort. */
+  /** Waits for the line naming the bound ports on the server's stdout (sets port and grpcPort), or
+   * for its exit; the deadline only guards against a hang. */
   async waitServing(deadline) {
-    while (Date.now() < deadline) {
-      const exited = this.exit;
-      let text = '';
-      try { text = fs.readFileSync(this.stdoutPath, 'utf8'); } catch { /* not created yet */ }
-      const m = SERVING_LINE.exec(text);
-      if (m) {
-        this.port = Number(m[2]);
-        this.grpcPort = Number(m[3]);
-        return true;
-      }
-      if (exited) return false;
-      await sleep(20);
+    let timer;
+    const hang = new Promise((resolve) => { timer = setTimeout(() => resolve(false), Math.max(0, deadline - Date.now())); });
+    try {
+      return await Promise.race([this.serving, this.exited.then(() => false), hang]);
+    } finally {
+      clearTimeout(timer);
     }
-    return false;
   }
 
+  /** Asks /healthz once: the server prints its serving line only once it listens and is ready. */
   async waitHealthy(deadline) {
-    while (Date.now() < deadline) {
-      if (this.exit) return false;
-      try {
-        const r = await fetch(`${this.url}/healthz`, { signal: AbortSignal.timeout(2000) });
-        if (r.status === 200) return true;
-      } catch { /* not listening yet */ }
-      await sleep(25);
+    if (this.exit) return false;
+    try {
+      const r = await fetch(`${this.url}/healthz`, { signal: AbortSignal.timeout(Math.max(1000, deadline - Date.now())) });
+      return r.status === 200;
+    } catch {
+      return false;
     }
-    return false;
   }
 
   async stop() {
