@@ -22,12 +22,8 @@ std::string PercentDecode(std::string_view s, bool plus_is_space) {
   return out;
 }
 
-RequestTarget ParseTarget(std::string_view target) {
-  RequestTarget out;
-  size_t q = target.find('?');
-  out.path = PercentDecode(target.substr(0, q), false);
-  if (q == std::string_view::npos) return out;
-  std::string_view query = target.substr(q + 1);
+std::multimap<std::string, std::string> ParseQueryString(std::string_view query) {
+  std::multimap<std::string, std::string> out;
   while (!query.empty()) {
     size_t amp = query.find('&');
     std::string_view pair = query.substr(0, amp);
@@ -35,9 +31,19 @@ RequestTarget ParseTarget(std::string_view target) {
     if (pair.empty()) continue;
     size_t eq = pair.find('=');
     std::string key = PercentDecode(pair.substr(0, eq), true);
-    std::string value = eq == std::string_view::npos ? "" : PercentDecode(pair.substr(eq + 1), true);
-    out.query.emplace(std::move(key), std::move(value));
+    std::string value =
+        eq == std::string_view::npos ? "" : PercentDecode(pair.substr(eq + 1), true);
+    out.emplace(std::move(key), std::move(value));
   }
+  return out;
+}
+
+RequestTarget ParseTarget(std::string_view target) {
+  RequestTarget out;
+  size_t q = target.find('?');
+  out.path = PercentDecode(target.substr(0, q), false);
+  if (q == std::string_view::npos) return out;
+  out.query = ParseQueryString(target.substr(q + 1));
   return out;
 }
 

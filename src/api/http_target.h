@@ -19,4 +19,7 @@ struct RequestTarget {
 
 RequestTarget ParseTarget(std::string_view target);
 
+// "a=1&b=%20x" (a query string, or an application/x-www-form-urlencoded body) into decoded pairs.
+std::multimap<std::string, std::string> ParseQueryString(std::string_view query);
+
 }  // namespace trainwatch::api

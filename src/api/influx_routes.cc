@@ -126,18 +126,9 @@ void HandleWrite(ApiContext& ctx, Api api, HttpRequest&& req, Responder respond)
 std::string QueryParam(const HttpRequest& req, const std::string& name) {
   std::string value = req.Param(name);
   if (!value.empty() || req.method != "POST") return value;
-  std::string_view body = req.body;
-  while (!body.empty()) {
-    const size_t amp = body.find('&');
-    const std::string_view pair = body.substr(0, amp);
-    const size_t eq = pair.find('=');
-    if (eq != std::string_view::npos && PercentDecode(pair.substr(0, eq), true) == name) {
-      return PercentDecode(pair.substr(eq + 1), true);
-    }
-    if (amp == std::string_view::npos) break;
-    body.remove_prefix(amp + 1);
-  }
-  return "";
+  const auto form = ParseQueryString(req.body);
+  auto it = form.find(name);
+  return it == form.end() ? "" : it->second;
 }
 
 void HandleQuery(ApiContext& ctx, HttpRequest&& req, Responder respond) {

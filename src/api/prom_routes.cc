@@ -56,17 +56,8 @@ Json Pair(int64_t ms, double v) {
 std::vector<std::string> Params(const HttpRequest& req, const std::string& name) {
   std::vector<std::string> out = req.Params(name);
   if (req.method != "POST") return out;
-  std::string_view body = req.body;
-  while (!body.empty()) {
-    const size_t amp = body.find('&');
-    const std::string_view pair = body.substr(0, amp);
-    const size_t eq = pair.find('=');
-    if (eq != std::string_view::npos && PercentDecode(pair.substr(0, eq), true) == name) {
-      out.push_back(PercentDecode(pair.substr(eq + 1), true));
-    }
-    if (amp == std::string_view::npos) break;
-    body.remove_prefix(amp + 1);
-  }
+  const auto form = ParseQueryString(req.body);
+  for (auto [it, end] = form.equal_range(name); it != end; ++it) out.push_back(it->second);
   return out;
 }
 
