@@ -117,5 +117,68 @@ TEST(MutexLockTest, WaitsOnAClock) {
   EXPECT_EQ(got, 3);
 }
 
+// Whether another thread can take `mu` now, exclusively or shared (it lets go at once if so).
+bool WriterFreeForAnotherThread(SharedMutex& mu) {
+  bool taken = false;
+  std::thread other([&] {
+    if (mu.TryLock()) {
+      taken = true;
+      mu.Unlock();
+    }
+  });
+  other.join();
+  return taken;
+}
+bool ReaderFreeForAnotherThread(SharedMutex& mu) {
+  bool taken = false;
+  std::thread other([&] {
+    if (mu.TryLockShared()) {
+      taken = true;
+      mu.UnlockShared();
+    }
+  });
+  other.join();
+  return taken;
+}
+
+TEST(SharedMutexTest, ReadersShareAWriterExcludes) {
+  SharedMutex mu;
+  {
+    ReaderMutexLock reader(mu);
+    EXPECT_TRUE(ReaderFreeForAnotherThread(mu));
+    EXPECT_FALSE(WriterFreeForAnotherThread(mu));
+  }
+  {
+    WriterMutexLock writer(mu);
+    EXPECT_FALSE(ReaderFreeForAnotherThread(mu));
+    EXPECT_FALSE(WriterFreeForAnotherThread(mu));
+  }
+  EXPECT_TRUE(WriterFreeForAnotherThread(mu));
+}
+
+// The usual shape: readers under ReaderMutexLock call TW_REQUIRES_SHARED helpers.
+class Table {
+ public:
+  void Set(int v) {
+    WriterMutexLock lock(mu_);
+    value_ = v;
+  }
+  int Get() const {
+    ReaderMutexLock lock(mu_);
+    return GetLocked();
+  }
+
+ private:
+  int GetLocked() const TW_REQUIRES_SHARED(mu_) { return value_; }
+  mutable SharedMutex mu_;
+  int value_ TW_GUARDED_BY(mu_) = 0;
+};
+
+TEST(SharedMutexTest, GuardsState) {
+  Table table;
+  table.Set(4);
+  EXPECT_EQ(table.Get(), 4);
+}
+
 }  // namespace
 }  // namespace trainwatch

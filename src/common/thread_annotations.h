@@ -7,9 +7,11 @@
 //   int count_ TW_GUARDED_BY(mu_);
 //   void Bump() TW_REQUIRES(mu_);    // the caller holds mu_
 //   void Flush() TW_EXCLUDES(mu_);   // takes mu_ itself: the caller must not hold it
+//   int Peek() const TW_REQUIRES_SHARED(mu_);  // the caller holds mu_, at least shared
 //
-// Annotate with Mutex and MutexLock (common/mutex.h): std::mutex carries no capability attributes,
-// so the analysis does not see a std::lock_guard take it.
+// Annotate with Mutex and MutexLock, or SharedMutex with ReaderMutexLock and WriterMutexLock
+// (common/mutex.h): std::mutex and std::shared_mutex carry no capability attributes, so the
+// analysis does not see a std::lock_guard or std::shared_lock take them.
 #pragma once
 
 #if defined(__clang__)
@@ -43,9 +45,16 @@
 #define TW_ACQUIRE(...) TW_THREAD_ANNOTATION(acquire_capability(__VA_ARGS__))
 #define TW_TRY_ACQUIRE(...) TW_THREAD_ANNOTATION(try_acquire_capability(__VA_ARGS__))
 #define TW_RELEASE(...) TW_THREAD_ANNOTATION(release_capability(__VA_ARGS__))
+// The same for a shared (reader) hold of a SharedMutex.
+#define TW_ACQUIRE_SHARED(...) TW_THREAD_ANNOTATION(acquire_shared_capability(__VA_ARGS__))
+#define TW_TRY_ACQUIRE_SHARED(...) TW_THREAD_ANNOTATION(try_acquire_shared_capability(__VA_ARGS__))
+#define TW_RELEASE_SHARED(...) TW_THREAD_ANNOTATION(release_shared_capability(__VA_ARGS__))
+// On a scoped lock's destructor: releases whatever it holds, exclusive or shared.
+#define TW_RELEASE_GENERIC(...) TW_THREAD_ANNOTATION(release_generic_capability(__VA_ARGS__))
 
 // On a function: once it returns, the analysis takes the lock as held (it checks nothing itself).
 #define TW_ASSERT_CAPABILITY(x) TW_THREAD_ANNOTATION(assert_capability(x))
+#define TW_ASSERT_SHARED_CAPABILITY(x) TW_THREAD_ANNOTATION(assert_shared_capability(x))
 // On a function: it returns a reference to the lock `x`.
 #define TW_RETURN_CAPABILITY(x) TW_THREAD_ANNOTATION(lock_returned(x))
 
