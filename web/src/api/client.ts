@@ -181,6 +181,12 @@ export const api = {
 
   silences: () => request<SilencesResponse>('/api/v1/silences'),
 
+  /** A GET of `path` with the query `params`, through the series' concurrency limit (the
+   *  distributed-run answers of ./ranks.ts, which decodes them). */
+  get<T>(path: string, params: Params, signal?: AbortSignal): Promise<T> {
+    return seriesLimiter.run(() => request<T>(`${path}${queryString(params)}`, {}, signal))
+  },
+
   /** `POST /api/v1/tokens`: a short-lived token for URLs (./urlToken.ts) */
   token: () => request<TokenResponse>('/api/v1/tokens', { method: 'POST' }),
 }
