@@ -107,6 +107,27 @@ Status ValidateBatch(const v1::RunBatch& batch, const IngestLimits& limits) {
     TW_RETURN_IF_ERROR(
         ValidateHistogram(batch.histograms(i), limits, "histograms[" + std::to_string(i) + "]"));
   }
+  if (batch.has_rank()) {
+    const v1::RankInfo& rank = batch.rank();
+    constexpr uint32_t kMaxRank = (uint32_t{1} << 31) - 1;
+    if (rank.rank() > kMaxRank) {
+      return Status::InvalidArgument("rank.rank must be at most " + std::to_string(kMaxRank));
+    }
+    if (rank.world_size() > 0 && rank.rank() >= rank.world_size()) {
+      return Status::InvalidArgument("rank.rank (" + std::to_string(rank.rank()) +
+                                     ") must be below rank.world_size (" +
+                                     std::to_string(rank.world_size()) + ")");
+    }
+    if (rank.world_size() > 0 && rank.local_rank() >= rank.world_size()) {
+      return Status::InvalidArgument("rank.local_rank (" + std::to_string(rank.local_rank()) +
+                                     ") must be below rank.world_size (" +
+                                     std::to_string(rank.world_size()) + ")");
+    }
+    if (rank.host().size() > limits.max_name_bytes) {
+      return Status::InvalidArgument("rank.host is longer than " +
+                                     std::to_string(limits.max_name_bytes) + " bytes");
+    }
+  }
   if (batch.has_heartbeat()) {
     const double interval = batch.heartbeat().interval_seconds();
     if (!std::isfinite(interval) || interval <= 0 ||

@@ -3,16 +3,21 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <tuple>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
+#include "common/json.h"
 #include "ingest/json_scanner.h"
 #include "storage/run_info.h"
-#include "common/json.h"
 
 namespace trainwatch::ingest {
 namespace {
+
+// The highest rank, world size or local rank a line may give (a uint32 on the wire; kept in the
+// int32 range so that every consumer can hold it).
+constexpr int64_t kMaxRank = (int64_t{1} << 31) - 1;
 
 // One line, parsed and checked, not yet added to the request.
 struct Line {
@@ -25,6 +30,16 @@ struct Line {
   std::vector<std::pair<std::string, double>> metrics;
   bool has_metadata = false;
   v1::RunMetadata metadata;
+  // The rank of a distributed run that wrote the line (RunBatch.rank); "host" belongs to it when
+  // "rank" is given, else to the run's metadata.
+  bool has_rank = false;
+  bool has_world_size = false;
+  bool has_local_rank = false;
+  bool has_host = false;
+  uint32_t rank = 0;
+  uint32_t world_size = 0;
+  uint32_t local_rank = 0;
+  std::string host;
 };
 
 // Parses one line into *line; returns false with *error set.
@@ -49,7 +64,7 @@ class LineParser {
       *error = "missing field 'step' (required with 'metrics')";
       return false;
     }
-    return true;
+    return CheckRank(line, error);
   }
 
  private:
@@ -59,16 +74,19 @@ class LineParser {
   }
 
   bool ReadName(std::string_view field, std::string* out) {
-    if (scanner_.PeekKind() != '"') return Fail("field '" + std::string(field) + "': expected a string");
+    if (scanner_.PeekKind() != '"')
+      return Fail("field '" + std::string(field) + "': expected a string");
     if (!scanner_.ReadString(out)) return false;
     Status s = ValidateName(field, *out, limits_);
     return s.ok() || Fail("field '" + std::string(field) + "': " + s.message());
   }
 
   bool ReadPlainString(std::string_view field, std::string* out) {
-    if (scanner_.PeekKind() != '"') return Fail("field '" + std::string(field) + "': expected a string");
+    if (scanner_.PeekKind() != '"')
+      return Fail("field '" + std::string(field) + "': expected a string");
     if (!scanner_.ReadString(out)) return false;
-    if (out->size() > limits_.max_metadata_bytes) return Fail("field '" + std::string(field) + "' is too long");
+    if (out->size() > limits_.max_metadata_bytes)
+      return Fail("field '" + std::string(field) + "' is too long");
     return true;
   }
 
@@ -98,9 +116,17 @@ class LineParser {
         line->metadata.set_group(text);
         line->has_metadata = true;
       } else if (key == "host") {
-        if (!ReadPlainString("host", &text)) return false;
-        line->metadata.set_host(text);
-        line->has_metadata = true;
+        if (!ReadPlainString("host", &line->host)) return false;
+        line->has_host = true;
+      } else if (key == "rank") {
+        if (!ReadRankNumber("rank", &line->rank)) return false;
+        line->has_rank = true;
+      } else if (key == "world_size") {
+        if (!ReadRankNumber("world_size", &line->world_size)) return false;
+        line->has_world_size = true;
+      } else if (key == "local_rank") {
+        if (!ReadRankNumber("local_rank", &line->local_rank)) return false;
+        line->has_local_rank = true;
       } else if (key == "status") {
         if (!ReadPlainString("status", &text)) return false;
         storage::RunStatus status;
@@ -119,6 +145,55 @@ class LineParser {
     }
   }
 
+  // "rank", "world_size" and "local_rank": non-negative integers below 2^31 (world_size >= 1).
+  bool ReadRankNumber(std::string_view field, uint32_t* out) {
+    const std::string f(field);
+    double v;
+    bool is_int;
+    int64_t i;
+    if (scanner_.PeekKind() != 'n') return Fail("field '" + f + "': expected an integer");
+    if (!scanner_.ReadNumber(&v, &is_int, &i))
+      return Fail("field '" + f + "': " + scanner_.error());
+    if (!is_int) return Fail("field '" + f + "': expected an integer (no fraction or exponent)");
+    if (i < 0) return Fail("field '" + f + "': must not be negative, got " + std::to_string(i));
+    if (i > kMaxRank) {
+      return Fail("field '" + f + "': must be at most " + std::to_string(kMaxRank) + ", got " +
+                  std::to_string(i));
+    }
+    if (field == "world_size" && i == 0) return Fail("field 'world_size': must be at least 1");
+    *out = static_cast<uint32_t>(i);
+    return true;
+  }
+
+  // The rank fields are consistent; "host" goes to the rank when there is one.
+  bool CheckRank(Line* line, std::string* error) {
+    if (!line->has_rank) {
+      const char* orphan = line->has_world_size   ? "world_size"
+                           : line->has_local_rank ? "local_rank"
+                                                  : nullptr;
+      if (orphan != nullptr) {
+        *error = "field '" + std::string(orphan) + "' needs field 'rank'";
+        return false;
+      }
+      if (line->has_host) {
+        line->metadata.set_host(line->host);
+        line->has_metadata = true;
+      }
+      return true;
+    }
+    if (line->has_world_size && line->rank >= line->world_size) {
+      *error = "field 'rank': must be below world_size (" + std::to_string(line->world_size) +
+               "), got " + std::to_string(line->rank);
+      return false;
+    }
+    if (line->has_world_size && line->has_local_rank && line->local_rank >= line->world_size) {
+      *error = "field 'local_rank': must be below world_size (" + std::to_string(line->world_size) +
+               "), got " + std::to_string(line->local_rank);
+      return false;
+    }
+    return true;
+  }
+
   bool ParseStep(Line* line) {
     double v;
     bool is_int;
@@ -126,8 +201,9 @@ class LineParser {
     if (scanner_.PeekKind() != 'n') return Fail("field 'step': expected an integer");
     if (!scanner_.ReadNumber(&v, &is_int, &i)) return Fail("field 'step': " + scanner_.error());
     if (!is_int) {
-      return Fail(std::isfinite(v) ? "field 'step': expected an integer within int64 (no fraction or exponent)"
-                                   : "field 'step': must be a finite integer");
+      return Fail(std::isfinite(v)
+                      ? "field 'step': expected an integer within int64 (no fraction or exponent)"
+                      : "field 'step': must be a finite integer");
     }
     if (i < 0) return Fail("field 'step': must not be negative, got " + std::to_string(i));
     line->step = i;
@@ -162,7 +238,8 @@ class LineParser {
       double v;
       bool is_int;
       int64_t i;
-      if (!scanner_.ReadNumber(&v, &is_int, &i)) return Fail("metric '" + name + "': " + scanner_.error());
+      if (!scanner_.ReadNumber(&v, &is_int, &i))
+        return Fail("metric '" + name + "': " + scanner_.error());
       if (line->metrics.size() >= limits_.max_metrics_per_run) {
         return Fail("more than " + std::to_string(limits_.max_metrics_per_run) +
                     " metrics in one line (the per-run limit)");
@@ -225,16 +302,26 @@ class RequestBuilder {
   explicit RequestBuilder(ParsedLines* out) : out_(out) {}
 
   void Add(Line& line, uint64_t line_no, double now) {
-    auto [it, inserted] = batches_.try_emplace({line.project, line.run}, BatchState{});
+    const int64_t rank = line.has_rank ? static_cast<int64_t>(line.rank) : -1;
+    auto [it, inserted] =
+        batches_.try_emplace(BatchKey{line.project, line.run, rank}, BatchState{});
     BatchState& state = it->second;
     if (inserted) {
       state.index = out_->request.runs_size();
       v1::RunBatch* batch = out_->request.add_runs();
       batch->set_project(line.project);
       batch->set_run(line.run);
+      if (line.has_rank) batch->mutable_rank()->set_rank(line.rank);
       out_->column_first_line.emplace_back();
     }
     v1::RunBatch* batch = out_->request.mutable_runs(state.index);
+    if (line.has_rank) {
+      // A later line of the same rank updates what it says about the rank.
+      v1::RankInfo* info = batch->mutable_rank();
+      if (line.has_world_size) info->set_world_size(line.world_size);
+      if (line.has_local_rank) info->set_local_rank(line.local_rank);
+      if (line.has_host) info->set_host(line.host);
+    }
     if (line.has_metadata) MergeMetadata(batch->mutable_metadata(), line.metadata);
     if (!line.has_step) return;
     const uint32_t row = batch->steps_size();
@@ -282,8 +369,11 @@ class RequestBuilder {
     into->MergeFrom(from);
   }
 
+  // (project, run, rank); rank -1: the line named none.
+  using BatchKey = std::tuple<std::string, std::string, int64_t>;
+
   ParsedLines* out_;
-  std::map<std::pair<std::string, std::string>, BatchState> batches_;
+  std::map<BatchKey, BatchState> batches_;
 };
 
 }  // namespace

@@ -3,8 +3,10 @@
 // Each line is one step of one run:
 //   {"project": "p", "run": "r", "step": 12, "time": 1767225600.25, "metrics": {"loss": 0.31}}
 // plus optional run metadata fields: "name", "group", "tags" (array of strings), "config" (object),
-// "status", "host". A bad line is reported with its 1-based number and reason and contributes
-// nothing; the other lines are converted. Rows of the same run are grouped into one RunBatch.
+// "status", "host". A line of one rank of a distributed run adds "rank" (with optional
+// "world_size", "local_rank"; its "host" is then the rank's): RunBatch.rank. A bad line is reported
+// with its 1-based number and reason and contributes nothing; the other lines are converted. Rows
+// of the same run and rank are grouped into one RunBatch.
 #pragma once
 
 #include <cstdint>
