@@ -150,6 +150,7 @@ void AlertManager::Process(const QueuedEvent& queued) {
         probe.run = queued.run;
         probe.kind = e.kind;
         probe.name = e.name;
+        probe.rank = e.rank;
         Resolve(probe.Fingerprint(), e.step, e.message);
       }
       break;
@@ -164,6 +165,8 @@ void AlertManager::Fire(const QueuedEvent& queued, bool pending) {
   fresh.run = queued.run;
   fresh.kind = e.kind;
   fresh.name = e.name;
+  fresh.rank = e.rank;
+  fresh.host = e.host;
   const std::string fingerprint = fresh.Fingerprint();
   auto known = by_fingerprint_.find(fingerprint);
   const AlertRecord* last = nullptr;
@@ -293,6 +296,10 @@ notify::Notification AlertManager::ToNotification(const AlertRecord& a) const {
   n.starts_at = a.fired_at > 0 ? a.fired_at : a.started_at;
   n.ends_at = a.status == AlertStatus::kResolved ? a.resolved_at : 0;
   n.labels = a.labels;
+  if (a.rank >= 0) {
+    n.labels["rank"] = std::to_string(a.rank);
+    if (!a.host.empty()) n.labels["host"] = a.host;
+  }
   n.annotations = a.annotations;
   n.chart_url = options_.external_url + "/#/runs/" + UrlEncode(a.project) + "/" + UrlEncode(a.run) +
                 "?metric=" + UrlEncode(a.metric) + "&step=" + std::to_string(a.step);

@@ -7,8 +7,9 @@
 // its run's RunMonitor (O(1) amortised per point, no I/O) — beside the applier, not on it, so that
 // ingest and detection use two cores; when detection falls behind by more than the queue's bound,
 // OnCommit waits: no point is ever skipped. The events go to the alert thread, which persists them
-// and notifies; that thread also checks every running run for `stalled` once a second against the
-// server's clock. Thread-safe.
+// and notifies; that thread also checks every running run for `stalled`, and the ranks of every
+// distributed run for `rank_dead` and `collective_hang`, once a second against the server's
+// clock. Thread-safe.
 #pragma once
 
 #include <condition_variable>
@@ -126,8 +127,8 @@ class AlertManager {
   void Detect(const QueuedWrite& write) TW_EXCLUDES(monitors_mu_);
   void CheckStalled() TW_EXCLUDES(monitors_mu_);
   void ResendFiring() TW_EXCLUDES(state_mu_);
-  void FeedBatch(const v1::RunBatch& batch, RunMonitor& monitor, std::vector<AlertEvent>* out)
-      TW_REQUIRES(monitors_mu_);
+  void FeedBatch(const v1::RunBatch& batch, double arrival, RunMonitor& monitor,
+                 std::vector<AlertEvent>* out) TW_REQUIRES(monitors_mu_);
   void Enqueue(std::vector<QueuedEvent> events) TW_EXCLUDES(queue_mu_);
   void Process(const QueuedEvent& queued) TW_REQUIRES(state_mu_);
   void Fire(const QueuedEvent& queued, bool pending) TW_REQUIRES(state_mu_);

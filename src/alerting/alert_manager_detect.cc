@@ -31,9 +31,9 @@ void AlertManager::Reload(std::shared_ptr<const rules::RuleSet> rules) {
 // ---------------------------------------------------------------------------------------------
 // Detection, on the applier thread.
 
-void AlertManager::FeedBatch(const v1::RunBatch& batch, RunMonitor& monitor,
+void AlertManager::FeedBatch(const v1::RunBatch& batch, double arrival, RunMonitor& monitor,
                              std::vector<AlertEvent>* out) {
-  monitor.ObserveBatch(batch, out);
+  monitor.ObserveBatch(batch, out, arrival);
   records_seen_.Add(static_cast<uint64_t>(batch.steps_size()));
 }
 
@@ -43,10 +43,14 @@ void AlertManager::OnCommit(const v1::WriteRequest& request) {
   for (const v1::RunBatch& batch : request.runs()) {
     if (batch.sampled()) continue;  // machine samples are not training steps
     const bool status = batch.has_metadata() && batch.metadata().has_status();
-    if (batch.steps_size() == 0 && !status) continue;
+    // A rank's heartbeat says it is alive (rank_dead, collective_hang).
+    const bool rank_heartbeat = batch.has_rank() && batch.has_heartbeat();
+    if (batch.steps_size() == 0 && !status && !rank_heartbeat) continue;
     v1::RunBatch* copy = write.request.add_runs();
     copy->set_project(batch.project());
     copy->set_run(batch.run());
+    if (batch.has_rank()) *copy->mutable_rank() = batch.rank();
+    if (rank_heartbeat) *copy->mutable_heartbeat() = batch.heartbeat();
     *copy->mutable_steps() = batch.steps();
     *copy->mutable_times() = batch.times();
     *copy->mutable_metrics() = batch.metrics();
@@ -94,7 +98,7 @@ void AlertManager::Detect(const QueuedWrite& write) {
     MutexLock lock(monitors_mu_);
     for (const v1::RunBatch& batch : request.runs()) {
       const std::string key = MonitorKey(batch.project(), batch.run());
-      const bool ending =
+      bool ending =
           batch.has_metadata() && batch.metadata().has_status() && Ends(batch.metadata().status());
       auto it = monitors_.find(key);
       if (it == monitors_.end() && batch.steps_size() > 0) {
@@ -103,13 +107,21 @@ void AlertManager::Detect(const QueuedWrite& write) {
                                                                       rules_)})
                  .first;
       }
-      if (it != monitors_.end() && batch.steps_size() > 0) {
+      if (it != monitors_.end() && (batch.steps_size() > 0 || batch.has_rank())) {
         events.clear();
-        FeedBatch(batch, *it->second.monitor, &events);
+        FeedBatch(batch, write.arrival, *it->second.monitor, &events);
+        // `stalled` watches the run-level view: its clock is that of the rows without a rank or of
+        // rank 0.
+        const bool run_level = !batch.has_rank() || batch.rank().rank() == 0;
         double last_time = batch.times_size() ? batch.times(batch.times_size() - 1) : NAN;
-        if (std::isfinite(last_time)) it->second.clock_offset = write.arrival - last_time;
+        if (run_level && std::isfinite(last_time))
+          it->second.clock_offset = write.arrival - last_time;
         for (AlertEvent& e : events)
           queued.push_back(QueuedEvent{batch.project(), batch.run(), std::move(e)});
+      }
+      // One rank of a distributed run finishing ends the run only once every rank has.
+      if (ending && batch.has_rank() && it != monitors_.end()) {
+        ending = it->second.monitor->RankFinished(batch.rank().rank());
       }
       if (ending) {
         if (it != monitors_.end()) monitors_.erase(it);
@@ -134,6 +146,7 @@ void AlertManager::CheckStalled() {
     for (auto& [key, m] : monitors_) {
       events.clear();
       m.monitor->CheckStalled(now - m.clock_offset, &events);
+      m.monitor->CheckRanks(now, &events);
       for (AlertEvent& e : events)
         queued.push_back(QueuedEvent{m.monitor->project(), m.monitor->run(), std::move(e)});
     }

@@ -67,6 +67,28 @@ class AlertManagerTest : public testing::Test {
     batch->mutable_metadata()->set_status("finished");
     manager_->OnCommit(request);
   }
+  // A batch of rank `rank` of distributed run `run` (world size 4, host node<rank/2>): one row at
+  // `step` (none when step < 0) and a heartbeat when `heartbeat` > 0.
+  void WriteRank(uint32_t rank, int64_t step, double loss, double heartbeat = 0,
+                 const std::string& run = "ddp") {
+    v1::WriteRequest request;
+    v1::RunBatch* batch = request.add_runs();
+    batch->set_project("p");
+    batch->set_run(run);
+    batch->mutable_rank()->set_rank(rank);
+    batch->mutable_rank()->set_world_size(4);
+    batch->mutable_rank()->set_local_rank(rank % 2);
+    batch->mutable_rank()->set_host("node" + std::to_string(rank / 2));
+    if (step >= 0) {
+      batch->add_steps(step);
+      batch->add_times(kT0 + static_cast<double>(step));
+      v1::MetricColumn* column = batch->add_metrics();
+      column->set_name("loss");
+      column->add_values(loss);
+    }
+    if (heartbeat > 0) batch->mutable_heartbeat()->set_interval_seconds(heartbeat);
+    manager_->OnCommit(request);
+  }
   std::vector<std::string> Sent() {
     manager_->Flush();
     MutexLock lock(mu_);
@@ -223,6 +245,103 @@ TEST_F(AlertManagerTest, StalledFromTheServerClockAndResolvedByTheNextStep) {
   Write(400, 1.0);
   EXPECT_THAT(Sent(), testing::ElementsAre("firing stalled@99", "resolved stalled@99"));
   EXPECT_EQ(All()[0].resolved_step, 400);
+}
+
+TEST_F(AlertManagerTest, OtherRanksRowsDoNotFeedTheRunLevelDetectors) {
+  // Four ranks, each with its own loss level: interleaved they would look like a loss jumping 4x
+  // every record.
+  for (int64_t s = 0; s < 300; ++s) {
+    for (uint32_t r = 0; r < 4; ++r)
+      WriteRank(r, s, (1.0 + r) * (1.0 + 0.01 * static_cast<double>(s % 3)));
+  }
+  EXPECT_THAT(Sent(), testing::IsEmpty());
+  // A NaN on rank 3 only: the run's nan, attributed to rank 3 and its host.
+  for (uint32_t r = 0; r < 4; ++r) WriteRank(r, 300, r == 3 ? NAN : 1.0);
+  EXPECT_THAT(Sent(), testing::ElementsAre("firing nan@300"));
+  auto all = All();
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].rank, 3);
+  EXPECT_EQ(all[0].host, "node1");
+  EXPECT_EQ(all[0].labels.at("ranks"), "3");
+  {
+    MutexLock lock(mu_);
+    EXPECT_EQ(last_.labels.at("rank"), "3");
+    EXPECT_EQ(last_.labels.at("host"), "node1");
+  }
+  EXPECT_EQ(all[0].ToJson()["rank"], 3);
+  EXPECT_EQ(all[0].ToJson()["host"], "node1");
+  auto back = AlertRecord::FromJson(all[0].ToJson());
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->Fingerprint(), all[0].Fingerprint());
+  for (int64_t s = 301; s < 320; ++s) {
+    for (uint32_t r = 0; r < 4; ++r) WriteRank(r, s, 1.0);
+  }
+  EXPECT_THAT(Sent(), testing::ElementsAre("firing nan@300", "resolved nan@300"));
+}
+
+TEST_F(AlertManagerTest, ARankThatFinishesDoesNotEndTheRun) {
+  for (int64_t s = 0; s < 10; ++s) {
+    for (uint32_t r = 0; r < 2; ++r) WriteRank(r, s, 1.0);
+  }
+  v1::WriteRequest request;
+  v1::RunBatch* batch = request.add_runs();
+  batch->set_project("p");
+  batch->set_run("ddp");
+  batch->mutable_rank()->set_rank(1);
+  batch->mutable_metadata()->set_status("finished");
+  manager_->OnCommit(request);
+  WriteRank(0, 10, NAN);  // the run still watched: its nan fires
+  EXPECT_THAT(Sent(), testing::ElementsAre("firing nan@10"));
+}
+
+TEST_F(AlertManagerTest, RankDeadThenTheCollectiveHangItCausedOnTheServerClock) {
+  Close();
+  AlertManagerOptions options;
+  options.stall_check_interval_seconds = 0.01;
+  options.resend_interval_seconds = 1e6;  // no reminders of the firing alerts in Sent()
+  Open(options);
+  auto of_kind = [&](const std::string& kind) {
+    AlertQuery q;
+    q.kind = kind;
+    return manager_->List(q);
+  };
+  for (int64_t s = 0; s < 50; ++s) {
+    for (uint32_t r = 0; r < 4; ++r) WriteRank(r, s, 1.0, s == 0 ? 1.0 : 0);
+    clock_.Advance(0.1);
+  }
+  // Rank 2 falls silent after step 49; the others hang in the next all-reduce and send
+  // heartbeats (interval 1 s) once a second.
+  auto beat = [&] {
+    for (uint32_t r : {0u, 1u, 3u}) WriteRank(r, -1, 0, 1.0);
+    manager_->Flush();  // detected before the clock moves on
+    clock_.Advance(1);
+    clock_.AwaitWaiters(1);
+  };
+  for (int i = 0; i < 2; ++i) beat();
+  EXPECT_THAT(Sent(), testing::IsEmpty());
+  beat();  // 3 heartbeat intervals without anything from rank 2
+  EXPECT_THAT(Sent(), testing::ElementsAre("firing rank_dead@49"));
+  auto dead = of_kind("rank_dead");
+  ASSERT_EQ(dead.size(), 1u);
+  EXPECT_EQ(dead[0].rank, 2);
+  EXPECT_EQ(dead[0].host, "node1");
+  EXPECT_EQ(dead[0].severity, "critical");
+  while (of_kind("collective_hang").empty()) {
+    ASSERT_LT(clock_.NowUnixSeconds(), kT0 + 1000 + 200) << "no collective_hang";
+    beat();
+  }
+  auto hang = of_kind("collective_hang");
+  EXPECT_EQ(hang[0].rank, -1);
+  EXPECT_EQ(hang[0].step, 49);
+  EXPECT_GE(hang[0].value, 120);  // hang_floor
+  EXPECT_LT(hang[0].value, 122);
+  EXPECT_EQ(hang[0].labels.at("caused_by"), "rank_dead");
+  EXPECT_EQ(hang[0].labels.at("cause_rank"), "2");
+  // Rank 2 is back and every rank steps again: both resolve.
+  WriteRank(2, 50, 1.0, 1.0);
+  for (uint32_t r : {0u, 1u, 3u}) WriteRank(r, 50, 1.0);
+  EXPECT_THAT(Sent(), testing::ElementsAre("firing rank_dead@49", "firing collective_hang@49",
+                                           "resolved collective_hang@49", "resolved rank_dead@49"));
 }
 
 TEST_F(AlertManagerTest, ListFiltersByRunStatusAndId) {

@@ -12,13 +12,18 @@ double NumberOr(const nlohmann::json& j, const char* key, double fallback) {
 
 }  // namespace
 
-nlohmann::json FiniteOrNull(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+nlohmann::json FiniteOrNull(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+}
 
 std::string_view StatusName(AlertStatus status) {
   switch (status) {
-    case AlertStatus::kPending: return "pending";
-    case AlertStatus::kFiring: return "firing";
-    case AlertStatus::kResolved: return "resolved";
+    case AlertStatus::kPending:
+      return "pending";
+    case AlertStatus::kFiring:
+      return "firing";
+    case AlertStatus::kResolved:
+      return "resolved";
   }
   return "unknown";
 }
@@ -27,7 +32,8 @@ Result<AlertStatus> ParseStatus(std::string_view name) {
   if (name == "pending") return AlertStatus::kPending;
   if (name == "firing") return AlertStatus::kFiring;
   if (name == "resolved") return AlertStatus::kResolved;
-  return Status::InvalidArgument("status must be pending, firing or resolved, not '" + std::string(name) + "'");
+  return Status::InvalidArgument("status must be pending, firing or resolved, not '" +
+                                 std::string(name) + "'");
 }
 
 std::string AlertRecord::Fingerprint() const {
@@ -36,35 +42,44 @@ std::string AlertRecord::Fingerprint() const {
     f.push_back('\x1f');
     f += *part;
   }
+  if (rank >= 0) {
+    f.push_back('\x1f');
+    f += std::to_string(rank);
+  }
   return f;
 }
 
 nlohmann::json AlertRecord::ToJson() const {
-  return nlohmann::json{{"id", id},
-                        {"project", project},
-                        {"run", run},
-                        {"kind", kind},
-                        {"name", name},
-                        {"metric", metric},
-                        {"severity", severity},
-                        {"message", message},
-                        {"step", step},
-                        {"time", FiniteOrNull(time)},
-                        {"value", FiniteOrNull(value)},
-                        {"labels", labels},
-                        {"annotations", annotations},
-                        {"status", StatusName(status)},
-                        {"started_at", started_at},
-                        {"fired_at", fired_at},
-                        {"resolved_at", resolved_at},
-                        {"resolved_step", resolved_step},
-                        {"updated_at", updated_at},
-                        {"occurrences", occurrences},
-                        {"acknowledged", acknowledged},
-                        {"acknowledged_by", acknowledged_by},
-                        {"acknowledged_at", acknowledged_at},
-                        {"silenced_by", silenced_by},
-                        {"notified", notified}};
+  nlohmann::json j{{"id", id},
+                   {"project", project},
+                   {"run", run},
+                   {"kind", kind},
+                   {"name", name},
+                   {"metric", metric},
+                   {"severity", severity},
+                   {"message", message},
+                   {"step", step},
+                   {"time", FiniteOrNull(time)},
+                   {"value", FiniteOrNull(value)},
+                   {"labels", labels},
+                   {"annotations", annotations},
+                   {"status", StatusName(status)},
+                   {"started_at", started_at},
+                   {"fired_at", fired_at},
+                   {"resolved_at", resolved_at},
+                   {"resolved_step", resolved_step},
+                   {"updated_at", updated_at},
+                   {"occurrences", occurrences},
+                   {"acknowledged", acknowledged},
+                   {"acknowledged_by", acknowledged_by},
+                   {"acknowledged_at", acknowledged_at},
+                   {"silenced_by", silenced_by},
+                   {"notified", notified}};
+  if (rank >= 0) {
+    j["rank"] = rank;
+    j["host"] = host;
+  }
+  return j;
 }
 
 Result<AlertRecord> AlertRecord::FromJson(const nlohmann::json& j) {
@@ -81,6 +96,8 @@ Result<AlertRecord> AlertRecord::FromJson(const nlohmann::json& j) {
     a.step = j.value("step", int64_t{0});
     a.time = NumberOr(j, "time", NAN);
     a.value = NumberOr(j, "value", NAN);
+    a.rank = j.value("rank", int64_t{-1});
+    a.host = j.value("host", "");
     a.labels = j.value("labels", std::map<std::string, std::string>{});
     a.annotations = j.value("annotations", std::map<std::string, std::string>{});
     TW_ASSIGN_OR_RETURN(a.status, ParseStatus(j.value("status", "firing")));
@@ -102,14 +119,21 @@ Result<AlertRecord> AlertRecord::FromJson(const nlohmann::json& j) {
 }
 
 bool Silence::Matches(const AlertRecord& alert) const {
-  return (project.empty() || GlobMatch(project, alert.project)) && (run.empty() || GlobMatch(run, alert.run)) &&
-         (kind.empty() || kind == alert.kind) && (name.empty() || GlobMatch(name, alert.name));
+  return (project.empty() || GlobMatch(project, alert.project)) &&
+         (run.empty() || GlobMatch(run, alert.run)) && (kind.empty() || kind == alert.kind) &&
+         (name.empty() || GlobMatch(name, alert.name));
 }
 
 nlohmann::json Silence::ToJson() const {
-  return nlohmann::json{{"id", id},           {"project", project},       {"run", run},
-                        {"kind", kind},       {"name", name},             {"comment", comment},
-                        {"created_by", created_by}, {"starts_at", starts_at}, {"ends_at", ends_at}};
+  return nlohmann::json{{"id", id},
+                        {"project", project},
+                        {"run", run},
+                        {"kind", kind},
+                        {"name", name},
+                        {"comment", comment},
+                        {"created_by", created_by},
+                        {"starts_at", starts_at},
+                        {"ends_at", ends_at}};
 }
 
 Result<Silence> Silence::FromJson(const nlohmann::json& j) {

@@ -26,14 +26,18 @@ nlohmann::json FiniteOrNull(double v);
 struct AlertRecord {
   uint64_t id = 0;
   std::string project, run;
-  std::string kind;      // a detector kind ("nan", ...) or "rule"
-  std::string name;      // the rule's `alert` name; the kind for detector alerts
+  std::string kind;  // a detector kind ("nan", ...) or "rule"
+  std::string name;  // the rule's `alert` name; the kind for detector alerts
   std::string metric;
   std::string severity;  // info | warning | critical
   std::string message;
-  int64_t step = 0;      // the step the incident is attributed to
-  double time = NAN;     // that record's timestamp
-  double value = 0;      // the detector's statistic or the rule's value
+  int64_t step = 0;   // the step the incident is attributed to
+  double time = NAN;  // that record's timestamp
+  double value = 0;   // the detector's statistic or the rule's value
+  // The rank of a distributed run the alert concerns and its host; -1 / "": the run. JSON: "rank"
+  // and "host" only when it concerns a rank.
+  int64_t rank = -1;
+  std::string host;
   std::map<std::string, std::string> labels, annotations;
 
   AlertStatus status = AlertStatus::kFiring;
@@ -51,7 +55,7 @@ struct AlertRecord {
   // silenced alert sends no "resolved" for a "firing" nobody received.
   std::string notified;
 
-  // One incident per (project, run, kind, name): a repeat while it is open is the same alert.
+  // One incident per (project, run, kind, name, rank): a repeat while it is open is the same alert.
   std::string Fingerprint() const;
   nlohmann::json ToJson() const;
   static Result<AlertRecord> FromJson(const nlohmann::json& j);

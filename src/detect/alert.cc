@@ -1,20 +1,37 @@
 #include "detect/alert.h"
 
-
 namespace trainwatch::detect {
 
 std::string_view KindName(AlertKind kind) {
   switch (kind) {
-    case AlertKind::kNan: return "nan";
-    case AlertKind::kGradExplosion: return "grad_explosion";
-    case AlertKind::kGradVanishing: return "grad_vanishing";
-    case AlertKind::kLossSpike: return "loss_spike";
-    case AlertKind::kLossOscillation: return "loss_oscillation";
-    case AlertKind::kDivergence: return "divergence";
-    case AlertKind::kPlateau: return "plateau";
-    case AlertKind::kOverfitting: return "overfitting";
-    case AlertKind::kStalled: return "stalled";
-    case AlertKind::kThroughputDrop: return "throughput_drop";
+    case AlertKind::kNan:
+      return "nan";
+    case AlertKind::kGradExplosion:
+      return "grad_explosion";
+    case AlertKind::kGradVanishing:
+      return "grad_vanishing";
+    case AlertKind::kLossSpike:
+      return "loss_spike";
+    case AlertKind::kLossOscillation:
+      return "loss_oscillation";
+    case AlertKind::kDivergence:
+      return "divergence";
+    case AlertKind::kPlateau:
+      return "plateau";
+    case AlertKind::kOverfitting:
+      return "overfitting";
+    case AlertKind::kStalled:
+      return "stalled";
+    case AlertKind::kThroughputDrop:
+      return "throughput_drop";
+    case AlertKind::kStraggler:
+      return "straggler";
+    case AlertKind::kRankDesync:
+      return "rank_desync";
+    case AlertKind::kRankDead:
+      return "rank_dead";
+    case AlertKind::kCollectiveHang:
+      return "collective_hang";
   }
   return "unknown";
 }
@@ -33,6 +50,8 @@ std::string_view DefaultSeverity(AlertKind kind) {
     case AlertKind::kGradExplosion:
     case AlertKind::kDivergence:
     case AlertKind::kStalled:
+    case AlertKind::kRankDead:
+    case AlertKind::kCollectiveHang:
       return "critical";
     case AlertKind::kOverfitting:
       return "info";  // inherently ambiguous (design section 5)

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,8 +21,13 @@ enum class AlertKind {
   kOverfitting,
   kStalled,
   kThroughputDrop,
+  // Distributed runs (docs/distributed.md): judged across the ranks of one run (RankDetector).
+  kStraggler,
+  kRankDesync,
+  kRankDead,
+  kCollectiveHang,
 };
-inline constexpr int kAlertKindCount = 10;
+inline constexpr int kAlertKindCount = 14;
 
 // The wire name ("grad_explosion", ...).
 std::string_view KindName(AlertKind kind);
@@ -48,15 +54,21 @@ struct Evidence {
 struct Alert {
   AlertState state = AlertState::kFiring;
   std::string run;
-  std::string kind;      // KindName()
-  std::string metric;    // the metric the rule looked at ("" for time-based kinds)
-  int64_t step = 0;      // the step the incident is attributed to
-  double time = 0;       // that record's own timestamp (NaN when the record had none)
-  double value = 0;      // the rule's statistic (a ratio, a rise, a gap in seconds)
+  std::string kind;    // KindName()
+  std::string metric;  // the metric the rule looked at ("" for time-based kinds)
+  int64_t step = 0;    // the step the incident is attributed to
+  double time = 0;     // that record's own timestamp (NaN when the record had none)
+  double value = 0;    // the rule's statistic (a ratio, a rise, a gap in seconds)
   std::string severity;
   std::string message;
   Evidence evidence;
+  // The rank of a distributed run the incident concerns, and its host; -1 / "" when it concerns
+  // the run (or a run that is not distributed). An incident is one per (run, kind, rank).
+  int64_t rank = -1;
+  std::string host;
+  // Extra labels (collective_hang grouped under a rank_dead: caused_by, cause_rank, cause_host;
+  // nan: the ranks that showed it first).
+  std::map<std::string, std::string> labels;
 };
-
 
 }  // namespace trainwatch::detect

@@ -28,13 +28,25 @@ void Inhibitor::SuppressTraining() {
   }
 }
 
-bool Inhibitor::Suppressed(AlertKind kind, int64_t step) const { return until_[Index(kind)] >= step; }
+bool Inhibitor::Suppressed(AlertKind kind, int64_t step) const {
+  return until_[Index(kind)] >= step;
+}
 
-bool Inhibitor::Emit(const std::string& run, AlertKind kind, std::string_view metric, int64_t step, double time,
-                     double value, std::string message, const Evidence& evidence, bool transient, std::vector<Alert>* out) {
+bool Inhibitor::Emit(const std::string& run, AlertKind kind, std::string_view metric, int64_t step,
+                     double time, double value, std::string message, const Evidence& evidence,
+                     bool transient, std::vector<Alert>* out) {
   if (Suppressed(kind, step)) return false;
-  out->push_back(Alert{AlertState::kFiring, run, std::string(KindName(kind)), std::string(metric), step, time, value,
-                       std::string(DefaultSeverity(kind)), std::move(message), evidence});
+  Alert a;
+  a.run = run;
+  a.kind = std::string(KindName(kind));
+  a.metric = std::string(metric);
+  a.step = step;
+  a.time = time;
+  a.value = value;
+  a.severity = std::string(DefaultSeverity(kind));
+  a.message = std::move(message);
+  a.evidence = evidence;
+  out->push_back(std::move(a));
   // A persistent training fault: later training-side alerts are its consequences.
   if (IsPersistentFault(kind) && !transient) SuppressTraining();
   // The corrupted batch's gradient spikes with the loss.

@@ -47,7 +47,8 @@ constexpr ParamSpec Flag(std::string_view name, std::string_view section,
 
 const ParamSpec kParams[] = {
     Count("warm", "common", &DetectorOptions::warm, kNonNegative,
-          "steps of values a baseline needs before a baseline-based rule may fire (as records at the run's cadence)"),
+          "steps of values a baseline needs before a baseline-based rule may fire (as records at "
+          "the run's cadence)"),
     Count("warm_records", "common", &DetectorOptions::warm_records, kAtLeastOne,
           "... but never fewer records than this"),
     Real("a_slow", "common", &DetectorOptions::a_slow, kWeight,
@@ -57,7 +58,8 @@ const ParamSpec kParams[] = {
     Count("window", "common", &DetectorOptions::window, Range{1, 64, false, false},
           "records in the rolling median windows of loss and grad norm, at most 64"),
     Real("sensitivity", "common", &DetectorOptions::sensitivity, Range{0.25, 4, false, false},
-         "scales every ratio threshold on the log scale (the alerting file's sensitivity: low 1.5, high 0.7)"),
+         "scales every ratio threshold on the log scale (the alerting file's sensitivity: low 1.5, "
+         "high 0.7)"),
     Count("resolve_records", "common", &DetectorOptions::resolve_records, kAtLeastOne,
           "an open incident resolves after its statistic stayed under half its threshold this many "
           "observations"),
@@ -158,10 +160,41 @@ const ParamSpec kParams[] = {
           "consecutive records over the ratio"),
     Real("a_tp_base", "throughput_drop", &DetectorOptions::a_tp_base, kWeight,
          "EWMA weight of the step-duration baseline"),
+
+    Real("straggler_ratio", "straggler", &DetectorOptions::straggler_ratio, kPositive,
+         "a rank's time to its first collective over the median of the other ranks' at that step"),
+    Seconds("straggler_min_seconds", "straggler", &DetectorOptions::straggler_min_seconds,
+            kNonNegative, "... and at least this much above it"),
+    Count("straggler_persist", "straggler", &DetectorOptions::straggler_persist, kAtLeastOne,
+          "steps over both margins among the rank's last straggler_window"),
+    Count("straggler_window", "straggler", &DetectorOptions::straggler_window,
+          Range{1, 32, false, false}, "the rank's last steps judged together, at most 32"),
+    Count("desync_steps", "rank_desync", &DetectorOptions::desync_steps, kNonNegative,
+          "steps a rank may be behind the others (plus the steps of desync_seconds and one logging "
+          "interval)"),
+    Seconds("desync_seconds", "rank_desync", &DetectorOptions::desync_seconds, kNonNegative,
+            "delivery delay a rank may be behind the others"),
+    Real("desync_rel", "rank_desync", &DetectorOptions::desync_rel, kPositive,
+         "relative difference of a replicated metric from the other ranks' median that counts"),
+    Count("desync_persist", "rank_desync", &DetectorOptions::desync_persist, kAtLeastOne,
+          "consecutive observations the desync must hold"),
+    Real("dead_heartbeats", "rank_dead", &DetectorOptions::dead_heartbeats, kPositive,
+         "heartbeat intervals without anything from a rank that sends heartbeats"),
+    Seconds("rank_dead_floor", "rank_dead", &DetectorOptions::rank_dead_floor, kNonNegative,
+            "without heartbeats: threshold = max(rank_dead_floor, rank_dead_mult * its record "
+            "interval)"),
+    Real("rank_dead_mult", "rank_dead", &DetectorOptions::rank_dead_mult, kNonNegative,
+         "see rank_dead_floor"),
+    Seconds(
+        "hang_floor", "collective_hang", &DetectorOptions::hang_floor, kNonNegative,
+        "threshold = max(hang_floor, hang_mult * step interval, every rank's rank_dead threshold)"),
+    Real("hang_mult", "collective_hang", &DetectorOptions::hang_mult, kNonNegative,
+         "see hang_floor"),
 };
 
-constexpr std::string_view kListBindings[] = {"loss",         "grad_norm", "lr",
-                                              "update_ratio", "eval_loss", "eval_prefixes"};
+constexpr std::string_view kListBindings[] = {
+    "loss",          "grad_norm",          "lr",        "update_ratio", "eval_loss",
+    "eval_prefixes", "time_to_collective", "replicated"};
 constexpr std::string_view kStringBindings[] = {"loss_fallback_suffix", "layer_grad_norm_prefix"};
 
 std::vector<std::string>* ListBinding(detect::MetricBindings& b, std::string_view field) {
@@ -171,6 +204,8 @@ std::vector<std::string>* ListBinding(detect::MetricBindings& b, std::string_vie
   if (field == "update_ratio") return &b.update_ratio;
   if (field == "eval_loss") return &b.eval_loss;
   if (field == "eval_prefixes") return &b.eval_prefixes;
+  if (field == "time_to_collective") return &b.time_to_collective;
+  if (field == "replicated") return &b.replicated;
   return nullptr;
 }
 
