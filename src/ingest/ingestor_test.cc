@@ -155,6 +155,35 @@ TEST_F(IngestorTest, HeartbeatIntervalMustBeWithinAnHour) {
   EXPECT_EQ(run->heartbeat_interval, 3600);
 }
 
+TEST_F(IngestorTest, RankMustBeBelowWorldSizeNamingTheField) {
+  auto write_rank = [&](uint32_t rank, uint32_t world, uint32_t local, const std::string& host) {
+    v1::WriteRequest request;
+    v1::RunBatch* batch = request.add_runs();
+    batch->set_run("r");
+    batch->mutable_rank()->set_rank(rank);
+    batch->mutable_rank()->set_world_size(world);
+    batch->mutable_rank()->set_local_rank(local);
+    batch->mutable_rank()->set_host(host);
+    batch->add_steps(0);
+    v1::MetricColumn* column = batch->add_metrics();
+    column->set_name("loss");
+    column->add_values(1);
+    return Write(std::move(request));
+  };
+  EXPECT_THAT(FirstError(write_rank(4, 4, 0, "h")),
+              HasSubstr("rank.rank (4) must be below rank.world_size (4)"));
+  EXPECT_THAT(FirstError(write_rank(1, 4, 4, "h")),
+              HasSubstr("rank.local_rank (4) must be below rank.world_size (4)"));
+  EXPECT_THAT(FirstError(write_rank(0x80000000u, 0, 0, "h")),
+              HasSubstr("rank.rank must be at most"));
+  EXPECT_THAT(FirstError(write_rank(1, 4, 0, std::string(300, 'h'))), HasSubstr("rank.host"));
+  IngestResult ok = write_rank(3, 4, 1, "node");
+  EXPECT_TRUE(ok.errors.empty()) << FirstError(ok);
+  EXPECT_EQ(ok.points_accepted, 1u);
+  EXPECT_EQ(engine_->ListRanks("default", "r").size(), 1u);
+  EXPECT_EQ(engine_->ListRanks("default", "r")[0].host, "node");
+}
+
 TEST_F(IngestorTest, RewindStepMustNotBeNegativeAndReportsTheSeriesItCut) {
   auto write = [&](int64_t rewind_step, std::vector<int64_t> steps) {
     v1::WriteRequest request;

@@ -29,12 +29,18 @@ std::string ChunkKeyOf(char prefix, SeriesId id, uint32_t chunk_no) {
   return k;
 }
 
+// Version 2 of the series record: a rank's series (rank > 0) of a distributed run, with its rank
+// after the metric. Run-level series keep version 1.
+constexpr uint8_t kRankedSeriesVersion = 2;
+
 std::string EncodeSeries(const SeriesRecord& s) {
-  std::string out(1, static_cast<char>(kRecordVersion));
+  const bool ranked = s.key.rank > 0;
+  std::string out(1, static_cast<char>(ranked ? kRankedSeriesVersion : kRecordVersion));
   PutFixed64(&out, s.id);
   PutLengthPrefixed(&out, s.key.project);
   PutLengthPrefixed(&out, s.key.run);
   PutLengthPrefixed(&out, s.key.metric);
+  if (ranked) PutFixed32(&out, s.key.rank);
   PutFixed32(&out, s.gen);
   PutFixed32(&out, s.next_chunk_no);
   PutFixed64(&out, s.flushed_lsn);
@@ -50,10 +56,16 @@ bool DecodeSeries(std::string_view data, SeriesRecord* s) {
   ByteReader in(data);
   uint8_t version;
   uint32_t n;
-  if (!in.GetByte(&version) || version != kRecordVersion) return false;
+  if (!in.GetByte(&version) || (version != kRecordVersion && version != kRankedSeriesVersion))
+    return false;
   if (!in.GetFixed64(&s->id) || !in.GetLengthPrefixed(&s->key.project) ||
-      !in.GetLengthPrefixed(&s->key.run) || !in.GetLengthPrefixed(&s->key.metric) ||
-      !in.GetFixed32(&s->gen) || !in.GetFixed32(&s->next_chunk_no) ||
+      !in.GetLengthPrefixed(&s->key.run) || !in.GetLengthPrefixed(&s->key.metric)) {
+    return false;
+  }
+  s->key.rank = 0;
+  if (version == kRankedSeriesVersion && (!in.GetFixed32(&s->key.rank) || s->key.rank == 0))
+    return false;
+  if (!in.GetFixed32(&s->gen) || !in.GetFixed32(&s->next_chunk_no) ||
       !in.GetFixed64(&s->flushed_lsn) || !in.GetFixed32(&n)) {
     return false;
   }

@@ -86,8 +86,10 @@ Status Engine::LoadStore() {
       run->info.id = rk.run;
       run->info.name = rk.run;
     }
+    // A metric counts once however many ranks have it.
+    if (record.key.metric != kClockMetric && !HasMetric(*run, record.key.metric))
+      ++series_per_project_[rk.project];
     IndexSeries(*run, record.key.metric, series.get());
-    if (record.key.metric != kClockMetric) ++series_per_project_[rk.project];
     next_series_id_ = std::max(next_series_id_, record.id + 1);
     series_[record.id] = std::move(series);
     return Status::Ok();
@@ -100,9 +102,20 @@ Status Engine::LoadStore() {
   }));
   for (auto& [key, run] : runs_) {
     auto clock = run->series.find(kClockMetric);
-    if (clock == run->series.end()) continue;
-    for (auto& [metric, series] : run->series) {
-      if (series != clock->second) series->clock = clock->second;
+    if (clock != run->series.end()) {
+      for (auto& [metric, series] : run->series) {
+        if (series != clock->second) series->clock = clock->second;
+      }
+    }
+    // Each rank's series keep time by that rank's clock.
+    auto rank_clocks = run->rank_series.find(kClockMetric);
+    if (rank_clocks == run->rank_series.end()) continue;
+    for (auto& [metric, by_rank] : run->rank_series) {
+      if (metric == kClockMetric) continue;
+      for (size_t r = 1; r < by_rank.size(); ++r) {
+        if (by_rank[r] != nullptr && r < rank_clocks->second.size())
+          by_rank[r]->clock = rank_clocks->second[r];
+      }
     }
   }
   for (auto& [id, series] : series_) {
@@ -120,13 +133,17 @@ Status Engine::LoadStore() {
   for (auto& [id, series] : series_) series->PublishLatest();
   // The time of a run's newest point is not persisted with every write: it is derived from the
   // chunks here, and replay brings it up to date.
+  std::vector<Series*> all;
   for (auto& [key, run] : runs_) {
-    for (const auto& [metric, series] : run->series) {
+    all.clear();
+    AllSeriesOf(*run, &all);
+    for (const Series* series : all) {
       for (const ChunkRef& chunk : series->chunks) {
         run->info.last_write_time = std::max(run->info.last_write_time, chunk.summary.max_time);
       }
     }
   }
+  TW_RETURN_IF_ERROR(LoadRanks().WithContext("loading the ranks tables"));
   MutexLock writers_lock(writers_mu_);  // nothing else runs yet: for the analysis
   TW_RETURN_IF_ERROR(store_->writers().ForEach([&](std::string writer, uint64_t seq) {
     writers_mu_.AssertHeld();  // called synchronously, under writers_lock
@@ -173,7 +190,73 @@ Status Engine::Replay() {
   return Status::Ok();
 }
 
+Status Engine::LoadRanks() {
+  TW_RETURN_IF_ERROR(store_->runs().ForEachRank(
+      [&](std::string project, std::string id, uint32_t rank, std::string json) {
+        Result<nlohmann::json> j = ParseJson(json);
+        if (!j.ok()) {
+          return Status::Corruption("rank record " + std::to_string(rank) + " of " + project + "/" +
+                                    id + ": " + j.status().message());
+        }
+        TW_ASSIGN_OR_RETURN(RankState state, RankState::FromJson(*j));
+        state.rank = rank;
+        EnsureLoadedRun(RunKey{project, id});
+        runs_[RunKey{project, id}]->ranks[rank] = std::move(state);
+        return Status::Ok();
+      }));
+  // A rank's newest step is persisted only now and then: its clock (replay brings both further).
+  for (auto& [key, run] : runs_) {
+    for (auto& [rank, state] : run->ranks) {
+      Series* clock = SeriesAt(*run, kClockMetric, rank);
+      if (clock != nullptr && clock->has_latest && clock->latest.step >= state.last_step) {
+        state.last_step = clock->latest.step;
+        state.last_write_time = std::max(state.last_write_time, clock->latest.time);
+      }
+    }
+    UpdateRankCounts(*run);
+  }
+  return Status::Ok();
+}
+
+void Engine::UpdateRankCounts(Run& run) {
+  run.info.rank_count = static_cast<uint32_t>(run.ranks.size());
+  uint32_t world = 0;
+  for (const auto& [rank, state] : run.ranks) {
+    world = std::max({world, state.world_size, rank + 1});
+  }
+  run.info.world_size = world;
+}
+
+void Engine::AllSeriesOf(const Run& run, std::vector<Series*>* out) {
+  for (const auto& [metric, series] : run.series) out->push_back(series);
+  for (const auto& [metric, by_rank] : run.rank_series) {
+    for (Series* series : by_rank) {
+      if (series != nullptr) out->push_back(series);
+    }
+  }
+}
+
+Series* Engine::SeriesAt(const Run& run, const std::string& metric, uint32_t rank) {
+  if (rank == 0) {
+    auto it = run.series.find(metric);
+    return it == run.series.end() ? nullptr : it->second;
+  }
+  auto it = run.rank_series.find(metric);
+  if (it == run.rank_series.end() || rank >= it->second.size()) return nullptr;
+  return it->second[rank];
+}
+
+bool Engine::HasMetric(const Run& run, const std::string& metric) {
+  return run.series.count(metric) > 0 || run.rank_series.count(metric) > 0;
+}
+
 void Engine::IndexSeries(Run& run, const std::string& metric, Series* series) {
+  if (const uint32_t rank = series->key().rank; rank > 0) {
+    std::vector<Series*>& by_rank = run.rank_series[metric];
+    if (by_rank.size() <= rank) by_rank.resize(rank + 1, nullptr);
+    by_rank[rank] = series;
+    return;  // the project's metric ids index run-level series
+  }
   run.series[metric] = series;
   auto& ids = metric_ids_[run.info.project];
   uint32_t id = ids.try_emplace(metric, static_cast<uint32_t>(ids.size())).first->second;
@@ -260,7 +343,7 @@ Status Engine::PersistSeal(SealJob& job, std::unordered_set<SeriesId>* sealed_si
 }
 
 void Engine::InstallSeal(const SealJob& job) {
-  std::unique_lock lock(job.series->mu);
+  WriterMutexLock lock(job.series->mu);
   // Chunks stay in chunk_no order (appended as sealed, loaded in key order, only ever erased).
   auto& chunks = job.series->chunks;
   for (const ChunkRef& sealed : job.chunks) {
@@ -283,7 +366,7 @@ Result<std::string> Engine::EncodeForSeal(const Series& series, ChunkRef* chunk)
     // for good.
     std::vector<Point> clock;
     {
-      std::shared_lock lock(series.clock->mu);
+      ReaderMutexLock lock(series.clock->mu);
       Status s = CollectVisible(*series.clock, points.front().step, points.back().step, &clock);
       if (!s.ok()) clock.clear();
     }
@@ -348,9 +431,9 @@ Status Engine::Checkpoint() {
   {
     MutexLock lock(apply_mu_);
     lsn = last_applied_lsn_;
-    std::shared_lock runs_lock(runs_mu_);
+    ReaderMutexLock runs_lock(runs_mu_);
     for (auto& [id, series] : series_) {
-      std::unique_lock series_lock(series->mu);
+      WriterMutexLock series_lock(series->mu);
       if (!series->head.empty() || !series->superseded.empty()) {
         Seal(*series, lsn);
       }

@@ -20,7 +20,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <shared_mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -157,7 +156,15 @@ class Engine {
   size_t SeriesCount() const;
   size_t SeriesCountInProject(const std::string& project) const;
   size_t MetricCountInRun(const std::string& project, const std::string& run) const;
+  // A series of that (project, run, metric, rank). With rank 0 and no run-level series, true if
+  // any rank of the run has the metric (the metric's name exists in the run).
   bool SeriesExists(const SeriesKey& key) const;
+  // --- distributed runs (docs/distributed.md) ---
+  // The ranks table of a run, by rank; empty for an unknown run or one that is not distributed.
+  std::vector<RankState> ListRanks(const std::string& project, const std::string& run) const;
+  // The ranks that have a series of key.metric in key's run (key.rank ignored), ascending: 0 for
+  // the run-level series. Empty if none.
+  std::vector<uint32_t> MetricRanks(const SeriesKey& key) const;
 
   // Visible points of a series in [from_step, to_step], by step. NotFound if no such series.
   // With options.max_points, *next_step (when given) is set to the step the points left out start
@@ -221,15 +228,33 @@ class Engine {
 
  private:
   struct Run {
-    RunInfo info;                                     // guarded by runs_mu_
+    RunInfo info;  // guarded by runs_mu_
+    // The run-level series (rank 0 of a distributed run), by metric name.
     std::unordered_map<std::string, Series*> series;  // guarded by runs_mu_
     // The same series indexed by their project-wide metric id (nullptr where the run lacks one):
     // listing the latest values of many runs resolves each name once, not once per run.
     std::vector<Series*> by_metric_id;  // guarded by runs_mu_
+    // A distributed run's ranks 1.. (rank is a dimension of a series): per metric name, held
+    // once however many ranks, the series of each rank, indexed by rank (nullptr where that rank
+    // has none; entry 0 unused, rank 0 being in `series`). The run clock of each rank is here
+    // too, under kClockMetric.
+    std::unordered_map<std::string, std::vector<Series*>> rank_series;  // guarded by runs_mu_
+    // The ranks table, by rank (docs/distributed.md).
+    std::map<uint32_t, RankState> ranks;  // guarded by runs_mu_
   };
-  // Interns `metric` in its project and files `series` under the id in `run`. Caller holds
-  // runs_mu_.
+  // Interns `metric` in its project and files `series` under the id in `run` (under its rank).
+  // Caller holds runs_mu_.
   void IndexSeries(Run& run, const std::string& metric, Series* series);
+  // Every series of the run, of every rank. Caller holds runs_mu_.
+  static void AllSeriesOf(const Run& run, std::vector<Series*>* out);
+  // The run's series of `metric` at `rank`, or nullptr. Caller holds runs_mu_.
+  static Series* SeriesAt(const Run& run, const std::string& metric, uint32_t rank);
+  // Whether the run has `metric` at any rank. Caller holds runs_mu_.
+  static bool HasMetric(const Run& run, const std::string& metric);
+  // Updates the ranks table for a batch of a distributed run: what the rank says of itself, its
+  // newest step, its heartbeat; persists the rank's record when more than its step changed.
+  // Returns true when the rank said status=finished and with it every rank the run knows has.
+  bool ApplyRank(Run& run, const v1::RunBatch& batch);
   struct SealJob {
     Series* series;
     SeriesRecord record;
@@ -250,6 +275,10 @@ class Engine {
   // Open).
   void EnsureLoadedRun(const RunKey& key);
   Status Replay();
+  // Loads the ranks tables (after the series: a rank's newest step comes from its clock).
+  Status LoadRanks();
+  // Sets run.info's rank_count and world_size from the ranks table. Caller holds runs_mu_.
+  static void UpdateRankCounts(Run& run);
 
   // --- refused writes (engine.cc) ---
   // A writer whose batch the log refused (a full or failing disk) may already have sent later
@@ -286,7 +315,7 @@ class Engine {
   // Encodes one chunk of a seal job, without times when the run clock has them. Runs on the sealer.
   Result<std::string> EncodeForSeal(const Series& series, ChunkRef* chunk) const;
   Run& GetOrCreateRun(const std::string& project, const std::string& run, double first_time);
-  Series& GetOrCreateSeries(Run& run, const std::string& metric);
+  Series& GetOrCreateSeries(Run& run, const std::string& metric, uint32_t rank = 0);
   void Seal(Series& series, uint64_t lsn);  // caller holds series.mu exclusively
   void SealerLoop();
   // Checkpoint's store part: waits for the sealer, syncs the store, then persists the writer
@@ -360,16 +389,16 @@ class Engine {
   bool opened_ = false;  // Open completed (set once, before the engine is shared)
   std::atomic<bool> closed_{false};
 
-  mutable std::shared_mutex runs_mu_;
-  std::map<RunKey, std::unique_ptr<Run>> runs_;                   // GUARDED_BY(runs_mu_)
-  std::unordered_map<SeriesId, std::unique_ptr<Series>> series_;  // GUARDED_BY(runs_mu_)
+  mutable SharedMutex runs_mu_;
+  std::map<RunKey, std::unique_ptr<Run>> runs_ TW_GUARDED_BY(runs_mu_);
+  std::unordered_map<SeriesId, std::unique_ptr<Series>> series_ TW_GUARDED_BY(runs_mu_);
   // Deleted series, emptied but kept alive: a reader may still hold a pointer from FindSeries.
-  std::vector<std::unique_ptr<Series>> deleted_series_;         // GUARDED_BY(runs_mu_)
-  std::unordered_map<std::string, size_t> series_per_project_;  // GUARDED_BY(runs_mu_)
+  std::vector<std::unique_ptr<Series>> deleted_series_ TW_GUARDED_BY(runs_mu_);
+  std::unordered_map<std::string, size_t> series_per_project_ TW_GUARDED_BY(runs_mu_);
   // project -> metric name -> id, for Run::by_metric_id. Ids are never reused.
-  std::unordered_map<std::string, std::unordered_map<std::string, uint32_t>>
-      metric_ids_;               // GUARDED_BY(runs_mu_)
-  SeriesId next_series_id_ = 1;  // GUARDED_BY(runs_mu_)
+  std::unordered_map<std::string, std::unordered_map<std::string, uint32_t>> metric_ids_
+      TW_GUARDED_BY(runs_mu_);
+  SeriesId next_series_id_ TW_GUARDED_BY(runs_mu_) = 1;
 
   // The per-step entry indexes, one per kind, and the blob totals. The mutex also serialises the
   // store's entry writes, which read what they rewrite (an old entry, its summary, reference

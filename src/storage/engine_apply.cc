@@ -86,7 +86,7 @@ WriteOutcome Engine::ApplyRecord(uint64_t lsn, const v1::WriteRequest& request) 
   std::vector<Series*> touched;
   for (const v1::RunBatch& batch : request.runs()) ApplyRunBatch(lsn, batch, &outcome, &touched);
   for (Series* series : touched) {
-    std::unique_lock lock(series->mu);
+    WriterMutexLock lock(series->mu);
     if (series->head.size() >= options_.chunk_points || series->superseded.size() > 1 ||
         (series->superseded.size() == 1 &&
          series->superseded[0].points.size() >= options_.chunk_points)) {
@@ -116,16 +116,32 @@ void Engine::ApplyRunBatch(uint64_t lsn, const v1::RunBatch& batch, WriteOutcome
   else
     first_time = clock_.NowUnixSeconds();
   Run& run = GetOrCreateRun(batch.project(), batch.run(), first_time);
+  // A distributed run's rank: its rows go to that rank's series (rank 0's are the run-level ones).
+  const uint32_t rank = batch.has_rank() ? batch.rank().rank() : 0;
+  const bool run_finished_by_ranks = batch.has_rank() && ApplyRank(run, batch);
   if (batch.has_metadata()) {
-    ApplyMetadata(run, batch.metadata());
+    const v1::RunMetadata& meta = batch.metadata();
+    if (batch.has_rank() && meta.has_status() && meta.status() == "finished" &&
+        !run_finished_by_ranks) {
+      // One rank finished while others go on: the rank is finished (ApplyRank), not the run.
+      v1::RunMetadata rest = meta;
+      rest.clear_status();
+      rest.clear_end_time();
+      ApplyMetadata(run, rest);
+    } else {
+      ApplyMetadata(run, meta);
+    }
     // Before the batch's rows: a restarted run's first rows begin the new timeline.
-    if (batch.metadata().has_rewind_step())
-      ApplyRunRewind(lsn, run, batch.metadata(), outcome, touched);
+    if (meta.has_rewind_step()) ApplyRunRewind(lsn, run, meta, outcome, touched);
   }
   if (batch.has_heartbeat()) ApplyHeartbeat(run, batch.heartbeat());
-  if (batch.histograms_size() > 0) ApplyHistograms(batch);
-  if (batch.images_size() > 0) ApplyImages(batch);
-  if (batch.texts_size() > 0) ApplyTexts(batch);
+  // Histograms, images and texts are kept per run, not per rank: only the run-level ones (rank 0's
+  // and those of batches without a rank) are stored; other ranks' would overwrite them.
+  if (rank == 0) {
+    if (batch.histograms_size() > 0) ApplyHistograms(batch);
+    if (batch.images_size() > 0) ApplyImages(batch);
+    if (batch.texts_size() > 0) ApplyTexts(batch);
+  }
   const int rows = batch.steps_size();
   const bool has_times = batch.times_size() == rows;
   // Sampled rows (machine samples, numbered by sample) stay out of the step clock. Their series
@@ -133,8 +149,8 @@ void Engine::ApplyRunBatch(uint64_t lsn, const v1::RunBatch& batch, WriteOutcome
   // matches the clock bit for bit (EncodeForSeal), so their own times are kept otherwise.
   Series* clock = nullptr;
   if (rows > 0 && !batch.sampled()) {
-    clock = &GetOrCreateSeries(run, kClockMetric);
-    std::unique_lock lock(clock->mu);
+    clock = &GetOrCreateSeries(run, kClockMetric, rank);
+    WriterMutexLock lock(clock->mu);
     if (lsn > clock->flushed_lsn) {
       for (int row = 0; row < rows; ++row) {
         double t = has_times ? batch.times(row) : first_time;
@@ -145,8 +161,8 @@ void Engine::ApplyRunBatch(uint64_t lsn, const v1::RunBatch& batch, WriteOutcome
     }
   }
   for (const v1::MetricColumn& column : batch.metrics()) {
-    Series& series = GetOrCreateSeries(run, column.name());
-    std::unique_lock lock(series.mu);
+    Series& series = GetOrCreateSeries(run, column.name(), rank);
+    WriterMutexLock lock(series.mu);
     if (series.clock == nullptr) series.clock = clock;  // a series created before its run had rows
     if (lsn <= series.flushed_lsn) continue;            // replay: already in persisted chunks
     const bool dense = column.rows_size() == 0;
@@ -175,7 +191,7 @@ void Engine::ApplyRunBatch(uint64_t lsn, const v1::RunBatch& batch, WriteOutcome
   }
   if (rows > 0 && has_times) {
     double last_time = *std::max_element(batch.times().begin(), batch.times().end());
-    std::unique_lock lock(runs_mu_);
+    WriterMutexLock lock(runs_mu_);
     run.info.last_write_time = std::max(run.info.last_write_time, last_time);
   }
 }
@@ -228,7 +244,7 @@ void Engine::ApplyMetadata(Run& run, const v1::RunMetadata& meta) {
     Status s = store_->runs().PutGraph(run.info.project, run.info.id, meta.graph_json());
     if (!s.ok()) logger_.Error("persisting graph", {{"error", s.ToString()}});
   }
-  std::unique_lock lock(runs_mu_);
+  WriterMutexLock lock(runs_mu_);
   RunInfo& info = run.info;
   if (meta.has_graph_json()) info.has_graph = true;
   if (meta.has_name()) info.name = meta.name();
@@ -250,8 +266,74 @@ void Engine::ApplyMetadata(Run& run, const v1::RunMetadata& meta) {
   if (!s.ok()) logger_.Error("persisting run metadata", {{"error", s.ToString()}});
 }
 
+bool Engine::ApplyRank(Run& run, const v1::RunBatch& batch) {
+  const v1::RankInfo& info = batch.rank();
+  const uint32_t r = info.rank();
+  // The rank's newest training step in this batch (machine samples are not steps).
+  int64_t last_step = -1;
+  double last_time = 0;
+  if (!batch.sampled()) {
+    for (int row = 0; row < batch.steps_size(); ++row) {
+      if (batch.steps(row) > last_step) {
+        last_step = batch.steps(row);
+        last_time = row < batch.times_size() ? batch.times(row) : 0;
+      }
+    }
+  }
+  const bool finishing = batch.has_metadata() && batch.metadata().has_status() &&
+                         batch.metadata().status() == "finished";
+  std::optional<RankState> changed;
+  bool run_finished = false;
+  {
+    WriterMutexLock lock(runs_mu_);
+    auto [it, added] = run.ranks.try_emplace(r);
+    RankState& state = it->second;
+    bool persist = added;
+    state.rank = r;
+    if (info.world_size() != 0 && info.world_size() != state.world_size) {
+      state.world_size = info.world_size();
+      persist = true;
+    }
+    // Protobuf cannot tell local rank 0 from none: a later batch without it keeps what was said.
+    if ((info.local_rank() != 0 || !info.host().empty()) && info.local_rank() != state.local_rank) {
+      state.local_rank = info.local_rank();
+      persist = true;
+    }
+    if (!info.host().empty() && info.host() != state.host) {
+      state.host = info.host();
+      persist = true;
+    }
+    if (last_step > state.last_step) {
+      state.last_step = last_step;
+      state.last_write_time = last_time;
+    }
+    if (batch.has_heartbeat() && !state.finished) {
+      state.last_heartbeat = std::max(state.last_heartbeat, batch.heartbeat().received_time());
+      state.heartbeat_interval = batch.heartbeat().interval_seconds();
+      persist = true;
+    }
+    if (finishing && !state.finished) {
+      state.finished = true;
+      persist = true;
+    }
+    if (finishing) {
+      run_finished = std::all_of(run.ranks.begin(), run.ranks.end(),
+                                 [](const auto& entry) { return entry.second.finished; });
+    }
+    if (persist) {
+      UpdateRankCounts(run);
+      changed = state;
+    }
+  }
+  if (changed) {
+    Status s = store_->runs().PutRank(run.info.project, run.info.id, r, changed->ToJson().dump());
+    if (!s.ok()) logger_.Error("persisting rank", {{"error", s.ToString()}});
+  }
+  return run_finished;
+}
+
 void Engine::ApplyHeartbeat(Run& run, const v1::Heartbeat& heartbeat) {
-  std::unique_lock lock(runs_mu_);
+  WriterMutexLock lock(runs_mu_);
   RunInfo& info = run.info;
   if (info.status == RunStatus::kFinished) return;
   info.last_heartbeat = std::max(info.last_heartbeat, heartbeat.received_time());
@@ -269,7 +351,7 @@ Engine::Run& Engine::GetOrCreateRun(const std::string& project, const std::strin
                                     double first_time) {
   RunKey key{project, id};
   {
-    std::shared_lock lock(runs_mu_);
+    ReaderMutexLock lock(runs_mu_);
     auto it = runs_.find(key);
     if (it != runs_.end()) return *it->second;
   }
@@ -280,21 +362,21 @@ Engine::Run& Engine::GetOrCreateRun(const std::string& project, const std::strin
   run->info.start_time = first_time;
   Status s = store_->runs().PutRun(project, id, run->info.ToJson().dump());
   if (!s.ok()) logger_.Error("persisting new run", {{"error", s.ToString()}});
-  std::unique_lock lock(runs_mu_);
+  WriterMutexLock lock(runs_mu_);
   auto& slot = runs_[key];
   slot = std::move(run);
   return *slot;
 }
 
-Series& Engine::GetOrCreateSeries(Run& run, const std::string& metric) {
+Series& Engine::GetOrCreateSeries(Run& run, const std::string& metric, uint32_t rank) {
   {
-    std::shared_lock lock(runs_mu_);
-    auto it = run.series.find(metric);
-    if (it != run.series.end()) return *it->second;
+    ReaderMutexLock lock(runs_mu_);
+    if (Series* existing = SeriesAt(run, metric, rank)) return *existing;
   }
-  std::unique_lock lock(runs_mu_);
+  WriterMutexLock lock(runs_mu_);
   SeriesId id = next_series_id_++;
-  auto series = std::make_unique<Series>(id, SeriesKey{run.info.project, run.info.id, metric});
+  auto series =
+      std::make_unique<Series>(id, SeriesKey{run.info.project, run.info.id, metric, rank});
   SeriesRecord record;
   record.id = id;
   record.key = series->key();
@@ -302,10 +384,11 @@ Series& Engine::GetOrCreateSeries(Run& run, const std::string& metric) {
   if (!s.ok()) logger_.Error("persisting new series", {{"error", s.ToString()}});
   Series* raw = series.get();
   if (metric != kClockMetric) {
-    // The clock is created first (by the first row), so it exists whenever a metric does.
-    auto clock = run.series.find(kClockMetric);
-    raw->clock = clock == run.series.end() ? nullptr : clock->second;
-    ++series_per_project_[run.info.project];
+    // The clock (of the rank) is created first (by the first row), so it exists whenever a metric
+    // of that rank does.
+    raw->clock = SeriesAt(run, kClockMetric, rank);
+    // A metric counts once in its project however many ranks have it.
+    if (!HasMetric(run, metric)) ++series_per_project_[run.info.project];
   }
   IndexSeries(run, metric, raw);
   series_[id] = std::move(series);
@@ -340,7 +423,9 @@ void Engine::Seal(Series& series, uint64_t lsn) {
   };
   make_chunks(series.head, false, series.gen);
   for (SupersededRun& run : series.superseded) make_chunks(run.points, true, run.gen);
-  series.head.clear();
+  // The head's memory goes too, not only its points: a run of 1,024 ranks has 1,024 heads per
+  // metric, and a head grown to a chunk's worth would otherwise stay that large while idle.
+  std::vector<Point>().swap(series.head);
   series.superseded.clear();
   series.flushed_lsn = lsn;
   job.record.id = series.id();

@@ -23,23 +23,32 @@ Status Engine::DeleteRun(const std::string& project, const std::string& run) {
     std::unique_ptr<Run> removed;
     std::vector<std::unique_ptr<Series>> series;
     {
-      std::unique_lock lock(runs_mu_);
+      WriterMutexLock lock(runs_mu_);
       auto it = runs_.find(RunKey{project, run});
       if (it == runs_.end())
         return Status::NotFound("no run '" + run + "' in project '" + project + "'");
       removed = std::move(it->second);
       runs_.erase(it);
-      for (auto& [metric, s] : removed->series) {
+      // A metric counts once however many ranks have it.
+      for (const auto& [metric, s] : removed->series) {
+        if (metric != kClockMetric) --series_per_project_[project];
+      }
+      for (const auto& [metric, by_rank] : removed->rank_series) {
+        if (metric != kClockMetric && removed->series.count(metric) == 0)
+          --series_per_project_[project];
+      }
+      std::vector<Series*> all;
+      AllSeriesOf(*removed, &all);
+      for (Series* s : all) {
         auto owned = series_.find(s->id());
         series.push_back(std::move(owned->second));
         series_.erase(owned);
-        if (!s->is_clock()) --series_per_project_[project];
       }
     }
     WaitForSealer();  // a pending seal of these series must not land after the delete
     for (auto& s : series) {
       TW_RETURN_IF_ERROR(store_->DeleteSeries(s->id()));
-      std::unique_lock series_lock(s->mu);
+      WriterMutexLock series_lock(s->mu);
       for (const ChunkRef& chunk : s->chunks) cache_.Erase(s->id(), chunk.chunk_no);
       s->chunks.clear();
       s->head.clear();
@@ -49,7 +58,7 @@ Status Engine::DeleteRun(const std::string& project, const std::string& run) {
     }
     // Histograms, images, texts, then the run's metadata and graph.
     TW_RETURN_IF_ERROR(DeleteRunStepEntries(RunKey{project, run}));
-    std::unique_lock lock(runs_mu_);
+    WriterMutexLock lock(runs_mu_);
     for (auto& s : series) deleted_series_.push_back(std::move(s));
   }
   logger_.Info("run deleted", {{"project", project}, {"run", run}});
@@ -59,7 +68,7 @@ Status Engine::DeleteRun(const std::string& project, const std::string& run) {
 Result<uint64_t> Engine::DeleteChunksOlderThan(const std::string& project, double cutoff) {
   std::vector<Series*> candidates;
   {
-    std::shared_lock lock(runs_mu_);
+    ReaderMutexLock lock(runs_mu_);
     for (const auto& [id, series] : series_) {
       // The clock stays: chunks that keep their times there may outlive any one clock chunk.
       if (series->key().project == project && !series->is_clock())
@@ -71,7 +80,7 @@ Result<uint64_t> Engine::DeleteChunksOlderThan(const std::string& project, doubl
     std::vector<uint32_t> nos;
     SeriesRecord record;
     {
-      std::unique_lock lock(series->mu);
+      WriterMutexLock lock(series->mu);
       auto& chunks = series->chunks;
       for (auto it = chunks.begin(); it != chunks.end();) {
         bool persisted = !it->points && it->encoded_bytes > 0;

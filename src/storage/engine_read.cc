@@ -11,13 +11,17 @@ namespace {
 bool StepLess(const Point& a, const Point& b) { return a.step < b.step; }
 
 Status NoSuchSeries(const SeriesKey& key) {
+  if (key.rank > 0) {
+    return Status::NotFound("no metric '" + key.metric + "' of rank " + std::to_string(key.rank) +
+                            " in run '" + key.run + "'");
+  }
   return Status::NotFound("no metric '" + key.metric + "' in run '" + key.run + "'");
 }
 
 }  // namespace
 
 std::vector<RunInfo> Engine::ListRuns() const {
-  std::shared_lock lock(runs_mu_);
+  ReaderMutexLock lock(runs_mu_);
   std::vector<RunInfo> out;
   out.reserve(runs_.size());
   for (const auto& [key, run] : runs_) out.push_back(run->info);
@@ -25,40 +29,76 @@ std::vector<RunInfo> Engine::ListRuns() const {
 }
 
 std::optional<RunInfo> Engine::GetRun(const std::string& project, const std::string& run) const {
-  std::shared_lock lock(runs_mu_);
+  ReaderMutexLock lock(runs_mu_);
   auto it = runs_.find(RunKey{project, run});
   if (it == runs_.end()) return std::nullopt;
   return it->second->info;
 }
 
 size_t Engine::SeriesCount() const {
-  std::shared_lock lock(runs_mu_);
+  ReaderMutexLock lock(runs_mu_);
   size_t n = 0;
   for (const auto& [project, count] : series_per_project_) n += count;  // run clocks not included
   return n;
 }
 
 size_t Engine::SeriesCountInProject(const std::string& project) const {
-  std::shared_lock lock(runs_mu_);
+  ReaderMutexLock lock(runs_mu_);
   auto it = series_per_project_.find(project);
   return it == series_per_project_.end() ? 0 : it->second;
 }
 
 size_t Engine::MetricCountInRun(const std::string& project, const std::string& run) const {
-  std::shared_lock lock(runs_mu_);
+  ReaderMutexLock lock(runs_mu_);
   auto it = runs_.find(RunKey{project, run});
   if (it == runs_.end()) return 0;
-  return it->second->series.size() - it->second->series.count(kClockMetric);
+  const Run& r = *it->second;
+  size_t n = r.series.size() - r.series.count(kClockMetric);
+  // Names only ranks other than 0 have (each once).
+  for (const auto& [metric, by_rank] : r.rank_series) {
+    if (metric != kClockMetric && r.series.count(metric) == 0) ++n;
+  }
+  return n;
 }
 
-bool Engine::SeriesExists(const SeriesKey& key) const { return FindSeries(key) != nullptr; }
+bool Engine::SeriesExists(const SeriesKey& key) const {
+  ReaderMutexLock lock(runs_mu_);
+  auto it = runs_.find(key.run_key());
+  if (it == runs_.end()) return false;
+  if (key.rank == 0) return HasMetric(*it->second, key.metric);
+  return SeriesAt(*it->second, key.metric, key.rank) != nullptr;
+}
 
 Series* Engine::FindSeries(const SeriesKey& key) const {
-  std::shared_lock lock(runs_mu_);
+  ReaderMutexLock lock(runs_mu_);
   auto it = runs_.find(key.run_key());
   if (it == runs_.end()) return nullptr;
-  auto s = it->second->series.find(key.metric);
-  return s == it->second->series.end() ? nullptr : s->second;
+  return SeriesAt(*it->second, key.metric, key.rank);
+}
+
+std::vector<RankState> Engine::ListRanks(const std::string& project, const std::string& run) const {
+  ReaderMutexLock lock(runs_mu_);
+  auto it = runs_.find(RunKey{project, run});
+  std::vector<RankState> out;
+  if (it == runs_.end()) return out;
+  out.reserve(it->second->ranks.size());
+  for (const auto& [rank, state] : it->second->ranks) out.push_back(state);
+  return out;
+}
+
+std::vector<uint32_t> Engine::MetricRanks(const SeriesKey& key) const {
+  ReaderMutexLock lock(runs_mu_);
+  std::vector<uint32_t> out;
+  auto it = runs_.find(key.run_key());
+  if (it == runs_.end()) return out;
+  const Run& r = *it->second;
+  if (r.series.count(key.metric) > 0) out.push_back(0);
+  if (auto ranked = r.rank_series.find(key.metric); ranked != r.rank_series.end()) {
+    for (size_t rank = 1; rank < ranked->second.size(); ++rank) {
+      if (ranked->second[rank] != nullptr) out.push_back(static_cast<uint32_t>(rank));
+    }
+  }
+  return out;
 }
 
 Result<PointsPtr> Engine::ChunkPoints(const Series& series, const ChunkRef& chunk) const {
@@ -83,7 +123,7 @@ Status Engine::FillTimesFromClock(const Series& series, std::vector<Point>* poin
   }
   std::vector<Point> clock;
   {
-    std::shared_lock lock(series.clock->mu);
+    ReaderMutexLock lock(series.clock->mu);
     TW_RETURN_IF_ERROR(
         CollectVisible(*series.clock, points->front().step, points->back().step, &clock));
   }
@@ -203,7 +243,7 @@ Status Engine::ReadSeries(const SeriesKey& key, const SeriesReadOptions& options
                           std::vector<Point>* out, std::optional<int64_t>* next_step) const {
   Series* series = FindSeries(key);
   if (series == nullptr) return NoSuchSeries(key);
-  std::shared_lock lock(series->mu);
+  ReaderMutexLock lock(series->mu);
   if (options.max_points == 0) {
     if (next_step) next_step->reset();
     return CollectVisible(*series, options.from_step, options.to_step, out);
@@ -216,7 +256,7 @@ Status Engine::ReadSeries(const SeriesKey& key, const SeriesReadOptions& options
 Status Engine::ReadSuperseded(const SeriesKey& key, std::vector<SupersededPoint>* out) const {
   Series* series = FindSeries(key);
   if (series == nullptr) return NoSuchSeries(key);
-  std::shared_lock lock(series->mu);
+  ReaderMutexLock lock(series->mu);
   // A hidden point's generation: for a chunk a rewind cut, the generation it was sealed in; for a
   // superseded chunk, the generation its points belonged to.
   for (const ChunkRef& chunk : series->chunks) {
@@ -240,11 +280,19 @@ std::vector<MetricInfo> Engine::ListMetrics(const std::string& project,
                                             const std::string& run) const {
   std::vector<std::pair<std::string, Series*>> list;
   {
-    std::shared_lock lock(runs_mu_);
+    ReaderMutexLock lock(runs_mu_);
     auto it = runs_.find(RunKey{project, run});
     if (it == runs_.end()) return {};
     for (const auto& [name, series] : it->second->series) {
       if (!series->is_clock()) list.emplace_back(name, series);
+    }
+    // A distributed run's metric is listed once, as its run-level view (rank 0), or as its lowest
+    // rank's series where rank 0 has none.
+    for (const auto& [name, by_rank] : it->second->rank_series) {
+      if (name == kClockMetric || it->second->series.count(name) > 0) continue;
+      auto lowest = std::find_if(by_rank.begin(), by_rank.end(),
+                                 [](const Series* s) { return s != nullptr; });
+      if (lowest != by_rank.end()) list.emplace_back(name, *lowest);
     }
   }
   std::sort(list.begin(), list.end());
@@ -252,7 +300,7 @@ std::vector<MetricInfo> Engine::ListMetrics(const std::string& project,
   for (const auto& [name, series] : list) {
     MetricInfo info;
     info.name = name;
-    std::shared_lock lock(series->mu);
+    ReaderMutexLock lock(series->mu);
     info.timelines = series->gen + 1;
     info.has_latest = series->has_latest;
     info.latest = series->latest;
@@ -293,7 +341,7 @@ std::vector<MetricInfo> Engine::ListMetrics(const std::string& project,
 }
 
 std::vector<RunLiveness> Engine::ListHeartbeatRuns() const {
-  std::shared_lock lock(runs_mu_);
+  ReaderMutexLock lock(runs_mu_);
   std::vector<RunLiveness> out;
   for (const auto& [key, run] : runs_) {
     const RunInfo& info = run->info;
@@ -306,7 +354,7 @@ std::vector<RunLiveness> Engine::ListHeartbeatRuns() const {
 
 Result<std::string> Engine::ReadGraph(const std::string& project, const std::string& run) const {
   {
-    std::shared_lock lock(runs_mu_);
+    ReaderMutexLock lock(runs_mu_);
     auto it = runs_.find(RunKey{project, run});
     if (it == runs_.end())
       return Status::NotFound("no run '" + run + "' in project '" + project + "'");
@@ -320,7 +368,7 @@ std::vector<std::vector<std::pair<std::string, Point>>> Engine::LatestValues(
   // Resolve names to series under the index lock, then read each series under its own.
   std::vector<std::vector<std::pair<const std::string*, Series*>>> found(runs.size());
   {
-    std::shared_lock lock(runs_mu_);
+    ReaderMutexLock lock(runs_mu_);
     std::unordered_map<std::string, std::vector<int64_t>> ids_by_project;  // -1: unknown name
     for (size_t r = 0; r < runs.size(); ++r) {
       auto run = runs_.find(runs[r]);
@@ -360,7 +408,7 @@ std::vector<std::vector<std::pair<std::string, Point>>> Engine::LatestValues(
 Status Engine::ReadExtent(const SeriesKey& key, SeriesExtent* out) const {
   Series* series = FindSeries(key);
   if (series == nullptr) return NoSuchSeries(key);
-  std::shared_lock lock(series->mu);
+  ReaderMutexLock lock(series->mu);
   bool any = false;
   auto see = [&](int64_t first_step, int64_t last_step, double min_time, double max_time) {
     out->first_step = any ? std::min(out->first_step, first_step) : first_step;
@@ -385,7 +433,7 @@ Status Engine::ScanSeries(const SeriesKey& key, bool block_summaries,
                           SeriesScanner& scanner) const {
   Series* series = FindSeries(key);
   if (series == nullptr) return NoSuchSeries(key);
-  std::shared_lock lock(series->mu);
+  ReaderMutexLock lock(series->mu);
   for (const ChunkRef& chunk : series->chunks) {
     if (chunk.FullyHidden()) continue;
     if (chunk.FullyVisible() && scanner.TakeSummary(chunk.summary)) continue;

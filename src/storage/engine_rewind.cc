@@ -17,24 +17,32 @@ void Engine::ApplyRunRewind(uint64_t lsn, Run& run, const v1::RunMetadata& meta,
   const int64_t step = meta.rewind_step();
   std::vector<Series*> series;
   {
-    std::shared_lock lock(runs_mu_);
+    ReaderMutexLock lock(runs_mu_);
     // The clock keeps the first time of every step for good: a rewound step keeps its time.
+    // A distributed run restarts as a whole: every rank's series are rewound.
     if (meta.rewind_series().empty()) {
-      for (const auto& [metric, s] : run.series) {
+      std::vector<Series*> all;
+      AllSeriesOf(run, &all);
+      for (Series* s : all) {
         if (!s->is_clock()) series.push_back(s);
       }
     } else {
       // Only the named series (a tag whose step went backwards); each once, unknown ones ignored.
       for (const std::string& name : meta.rewind_series()) {
-        auto it = run.series.find(name);
-        if (it == run.series.end() || it->second->is_clock()) continue;
-        if (std::find(series.begin(), series.end(), it->second) == series.end())
-          series.push_back(it->second);
+        if (name == kClockMetric) continue;
+        auto add = [&series](Series* s) {
+          if (s != nullptr && std::find(series.begin(), series.end(), s) == series.end())
+            series.push_back(s);
+        };
+        if (auto it = run.series.find(name); it != run.series.end()) add(it->second);
+        if (auto it = run.rank_series.find(name); it != run.rank_series.end()) {
+          for (Series* s : it->second) add(s);
+        }
       }
     }
   }
   for (Series* s : series) {
-    std::unique_lock lock(s->mu);
+    WriterMutexLock lock(s->mu);
     if (lsn <= s->flushed_lsn) continue;  // replay: the rewind is in the persisted series record
     // `latest` is the visible point with the highest step. Nothing visible at or after `step`:
     // nothing to hide, no new generation. This also makes a repeated rewind (a replayed record, a

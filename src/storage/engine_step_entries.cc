@@ -65,7 +65,7 @@ void Engine::ApplyStepEntry(StepEntryType type, const SeriesKey& name, int64_t s
 }
 
 Status Engine::CheckRunExists(const RunKey& run) const {
-  std::shared_lock lock(runs_mu_);
+  ReaderMutexLock lock(runs_mu_);
   if (runs_.find(run) == runs_.end()) {
     return Status::NotFound("no run '" + run.run + "' in project '" + run.project + "'");
   }

@@ -2,6 +2,7 @@
 // (docs/format/store.md):
 //   "r" project "\0" run -> run metadata (JSON, run_info.h)
 //   "g" project "\0" run -> the run's model graph (JSON)
+//   "k" project "\0" run "\0" rank (u32 BE) -> one rank of a distributed run (JSON, RankState)
 // Thread-safe.
 #pragma once
 
@@ -34,7 +35,13 @@ class RunCatalog {
   // NotFound if the run has no graph.
   Result<std::string> GetGraph(const std::string& project, const std::string& run) const;
 
-  // Adds the deletion of a run's record and graph to `batch`.
+  Status PutRank(const std::string& project, const std::string& run, uint32_t rank,
+                 const std::string& json);
+  // Start-up loading: calls fn for every rank record, in key order (by run, then rank).
+  Status ForEachRank(const std::function<Status(std::string project, std::string run, uint32_t rank,
+                                                std::string json)>& fn) const;
+
+  // Adds the deletion of a run's record, graph and rank records to `batch`.
   void AddRunDeletion(const std::string& project, const std::string& run,
                       rocksdb::WriteBatch* batch) const;
 

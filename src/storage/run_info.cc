@@ -4,20 +4,29 @@ namespace trainwatch::storage {
 
 std::string_view RunStatusName(RunStatus status) {
   switch (status) {
-    case RunStatus::kRunning: return "running";
-    case RunStatus::kFinished: return "finished";
-    case RunStatus::kCrashed: return "crashed";
-    case RunStatus::kStalled: return "stalled";
+    case RunStatus::kRunning:
+      return "running";
+    case RunStatus::kFinished:
+      return "finished";
+    case RunStatus::kCrashed:
+      return "crashed";
+    case RunStatus::kStalled:
+      return "stalled";
   }
   return "running";
 }
 
 bool ParseRunStatus(std::string_view text, RunStatus* status) {
-  if (text == "running") *status = RunStatus::kRunning;
-  else if (text == "finished") *status = RunStatus::kFinished;
-  else if (text == "crashed") *status = RunStatus::kCrashed;
-  else if (text == "stalled") *status = RunStatus::kStalled;
-  else return false;
+  if (text == "running")
+    *status = RunStatus::kRunning;
+  else if (text == "finished")
+    *status = RunStatus::kFinished;
+  else if (text == "crashed")
+    *status = RunStatus::kCrashed;
+  else if (text == "stalled")
+    *status = RunStatus::kStalled;
+  else
+    return false;
   return true;
 }
 
@@ -61,6 +70,36 @@ Result<RunInfo> RunInfo::FromJson(const nlohmann::json& j) {
     return Status::Corruption(std::string("run record: ") + e.what());
   }
   return info;
+}
+
+nlohmann::json RankState::ToJson() const {
+  return nlohmann::json{{"rank", rank},
+                        {"world_size", world_size},
+                        {"local_rank", local_rank},
+                        {"host", host},
+                        {"last_step", last_step},
+                        {"last_write_time", last_write_time},
+                        {"last_heartbeat", last_heartbeat},
+                        {"heartbeat_interval", heartbeat_interval},
+                        {"finished", finished}};
+}
+
+Result<RankState> RankState::FromJson(const nlohmann::json& j) {
+  RankState state;
+  try {
+    state.rank = j.at("rank").get<uint32_t>();
+    state.world_size = j.value("world_size", 0u);
+    state.local_rank = j.value("local_rank", 0u);
+    state.host = j.value("host", "");
+    state.last_step = j.value("last_step", int64_t{-1});
+    state.last_write_time = j.value("last_write_time", 0.0);
+    state.last_heartbeat = j.value("last_heartbeat", 0.0);
+    state.heartbeat_interval = j.value("heartbeat_interval", 0.0);
+    state.finished = j.value("finished", false);
+  } catch (const nlohmann::json::exception& e) {
+    return Status::Corruption(std::string("rank record: ") + e.what());
+  }
+  return state;
 }
 
 void MergeConfig(nlohmann::json* target, const nlohmann::json& patch) {

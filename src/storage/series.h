@@ -21,10 +21,10 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
-#include <shared_mutex>
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "storage/encoding/point.h"
 #include "storage/series_key.h"
 
@@ -72,20 +72,20 @@ class Series {
   SeriesId id() const { return id_; }
   const SeriesKey& key() const { return key_; }
 
-  mutable std::shared_mutex mu;
+  mutable SharedMutex mu;
 
   // --- state, guarded by mu ---
-  uint32_t gen = 0;
-  std::vector<Rewind> rewinds;
-  std::vector<ChunkRef> chunks;  // in seal order
-  std::vector<Point> head;       // visible, unsealed points, sorted by step
+  uint32_t gen TW_GUARDED_BY(mu) = 0;
+  std::vector<Rewind> rewinds TW_GUARDED_BY(mu);
+  std::vector<ChunkRef> chunks TW_GUARDED_BY(mu);  // in seal order
+  std::vector<Point> head TW_GUARDED_BY(mu);       // visible, unsealed points, sorted by step
   // Points a rewind hid while they were in the head, awaiting sealing: one entry per rewind (its
   // hidden suffix, sorted), labelled with the generation in effect until that rewind.
-  std::vector<SupersededRun> superseded;
-  uint64_t flushed_lsn = 0;  // every record <= this is in persisted chunks
-  bool has_latest = false;
-  Point latest;  // the visible point with the highest step
-  uint32_t next_chunk_no = 0;
+  std::vector<SupersededRun> superseded TW_GUARDED_BY(mu);
+  uint64_t flushed_lsn TW_GUARDED_BY(mu) = 0;  // every record <= this is in persisted chunks
+  bool has_latest TW_GUARDED_BY(mu) = false;
+  Point latest TW_GUARDED_BY(mu);  // the visible point with the highest step
+  uint32_t next_chunk_no TW_GUARDED_BY(mu) = 0;
   // The run's clock series; nullptr for the clock itself. Set once, before the series is shared.
   Series* clock = nullptr;
 
@@ -93,13 +93,13 @@ class Series {
 
   // Republishes `latest`/`has_latest` for lock-free readers (a seqlock). The writer calls it with
   // mu held exclusively, after changing them.
-  void PublishLatest();
+  void PublishLatest() TW_REQUIRES(mu);
   // The last published latest point; false if there is none. Lock-free; any thread.
   bool ReadLatest(Point* out) const;
 
   // Records a rewind at `step` as generation gen+1: hides head points at or after it (moving them
   // to the superseded buffers) and marks sealed chunks. Caller holds mu exclusively.
-  void RewindAt(int64_t step);
+  void RewindAt(int64_t step) TW_REQUIRES(mu);
 
  private:
   const SeriesId id_;

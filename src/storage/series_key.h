@@ -14,10 +14,14 @@ struct RunKey {
   auto operator<=>(const RunKey&) const = default;
 };
 
+// A series is (project, run, metric, rank). `rank` is the rank of a distributed run whose points
+// these are (docs/distributed.md); 0 is the run-level series: a run that is not distributed, or a
+// distributed run's rank 0 (its run-level view). Ranks share the run's metric names.
 struct SeriesKey {
   std::string project;
   std::string run;
   std::string metric;
+  uint32_t rank = 0;
   bool operator==(const SeriesKey&) const = default;
   RunKey run_key() const { return {project, run}; }
 };

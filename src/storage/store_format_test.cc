@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/sha256.h"
@@ -97,6 +98,11 @@ class StoreFormatTest : public ::testing::Test {
     series.flushed_lsn = 7;
     ASSERT_TRUE(store.PutSeal(series, {chunk}, {*encoded}).ok());
     ASSERT_TRUE(store.runs().PutRun("p", "r", "{}").ok());
+    SeriesRecord ranked;
+    ranked.id = 2;
+    ranked.key = SeriesKey{"p", "r", "loss", 3};
+    ASSERT_TRUE(store.PutSeries(ranked).ok());
+    ASSERT_TRUE(store.runs().PutRank("p", "r", 3, "{}").ok());
 
     BlobChange change;
     const Histogram h = HistogramOfExample();
@@ -166,6 +172,37 @@ TEST_F(StoreFormatTest, SeriesRecordAndChunk) {
   const std::string encoded = CheckExample("chunk-data");
   ASSERT_TRUE(chunk_examples_.count("chunk")) << "chunk.md has no example 'chunk'";
   EXPECT_EQ(encoded, chunk_examples_["chunk"][""]) << "the \"d\" value is chunk.md's example";
+}
+
+TEST_F(StoreFormatTest, RankedSeriesAndRankRecord) {
+  CheckExample("ranked-series");
+  EXPECT_EQ(CheckExample("rank"), "{}");
+  // Both read back as written.
+  db_.reset();
+  auto opened = ChunkStore::Open(dir_.Join("store"));
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  std::vector<SeriesKey> keys;
+  ASSERT_TRUE((*opened)
+                  ->ForEachSeries([&](SeriesRecord record) {
+                    keys.push_back(record.key);
+                    return Status::Ok();
+                  })
+                  .ok());
+  ASSERT_EQ(keys.size(), 2u);
+  EXPECT_EQ(keys[0], kLoss);
+  EXPECT_EQ(keys[1], (SeriesKey{"p", "r", "loss", 3}));
+  std::vector<std::tuple<std::string, std::string, uint32_t>> ranks;
+  ASSERT_TRUE(
+      (*opened)
+          ->runs()
+          .ForEachRank([&](std::string project, std::string run, uint32_t rank, std::string json) {
+            EXPECT_EQ(json, "{}");
+            ranks.emplace_back(project, run, rank);
+            return Status::Ok();
+          })
+          .ok());
+  ASSERT_EQ(ranks.size(), 1u);
+  EXPECT_EQ(ranks[0], std::make_tuple(std::string("p"), std::string("r"), 3u));
 }
 
 TEST_F(StoreFormatTest, RunRecordWriterAndCheckpoint) {
