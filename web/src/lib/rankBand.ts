@@ -193,6 +193,21 @@ export function rampColor(t: number): [number, number, number] {
 
 export const RAMP_CSS = `linear-gradient(to right, ${RAMP.map((c) => `rgb(${c.join(',')})`).join(', ')})`
 
+/** On a grid finer than one step (`width` < 1: more buckets than steps), most buckets hold no
+ *  step; each such bucket shows the step before it (the bucket within one step to its left that
+ *  holds one), so a heatmap row has no stripes of empty cells. Coarser grids are left as they are. */
+export function fillSubStepGaps(values: number[], width: number): number[] {
+  if (!(width < 1) || width <= 0) return values
+  const reach = Math.ceil(1 / width)
+  const out = values.slice()
+  let last = -Infinity
+  for (let i = 0; i < out.length; i++) {
+    if (Number.isFinite(values[i])) last = i
+    else if (i - last < reach && last >= 0) out[i] = values[last]
+  }
+  return out
+}
+
 /** The lowest and highest finite values of the rows (for the heatmap's colour scale). */
 export function valueRange(rows: number[][]): [number, number] {
   let lo = Infinity
