@@ -45,3 +45,8 @@ fi
 if [ -f web/package-lock.json ] && [ ! -d web/node_modules ]; then
   (cd web && npm ci --no-audit --no-fund)
 fi
+
+# The S3-protocol server (s3rver) the blob store's integration tests start (tests/s3rver).
+if [ -f tests/s3rver/package-lock.json ] && [ ! -d tests/s3rver/node_modules ]; then
+  (cd tests/s3rver && npm ci --no-audit --no-fund)
+fi

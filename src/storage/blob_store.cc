@@ -4,6 +4,7 @@
 #include <rocksdb/write_batch.h>
 
 #include <map>
+#include <memory>
 
 #include "storage/binary_io.h"
 #include "storage/store_internal.h"
@@ -105,8 +106,36 @@ Result<std::string> BlobStore::Get(std::string_view sha256) const {
   std::string value;
   bool found;
   TW_RETURN_IF_ERROR(GetValue(db_, BlobKeyOf('b', sha256), &value, &found, "reading a blob"));
-  if (!found) return Status::NotFound("no stored image has this SHA-256");
-  return value;
+  if (found) return value;
+  TW_ASSIGN_OR_RETURN(BlobRefs refs, GetRefs(db_, sha256));
+  if (refs.refs == 0) return Status::NotFound("no stored image has this SHA-256");
+  const RemoteBlobs* remote = remote_.load();
+  if (remote == nullptr) {
+    return Status::Unavailable(
+        "this image's bytes were moved to an object store: start the server with the same "
+        "--blob-store s3://... to read them");
+  }
+  return remote->ReadBlob(sha256);
+}
+
+Result<std::vector<std::pair<std::string, std::string>>> BlobStore::LocalBlobs(
+    std::string_view after, size_t limit) const {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::unique_ptr<rocksdb::Iterator> it(db_.NewIterator(rocksdb::ReadOptions()));
+  const std::string start = BlobKeyOf('b', after);
+  for (it->Seek(start); it->Valid() && out.size() < limit; it->Next()) {
+    std::string_view key(it->key().data(), it->key().size());
+    if (key.empty() || key[0] != 'b') break;
+    if (!after.empty() && key == start) continue;
+    out.emplace_back(std::string(key.substr(1)), it->value().ToString());
+  }
+  TW_RETURN_IF_ERROR(FromRocks(it->status(), "listing the blobs held in the store"));
+  return out;
+}
+
+Status BlobStore::DropLocalBytes(std::string_view sha256) {
+  return FromRocks(db_.Delete(rocksdb::WriteOptions(), BlobKeyOf('b', sha256)),
+                   "dropping a blob's bytes held in the store");
 }
 
 Result<bool> BlobStore::Has(std::string_view sha256) const {
