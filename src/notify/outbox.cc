@@ -6,7 +6,6 @@
 #include <functional>
 #include <optional>
 #include <random>
-#include <set>
 #include <thread>
 
 namespace trainwatch::notify {
@@ -31,12 +30,6 @@ struct NotificationOutbox::Worker {
   std::thread thread;
 };
 
-namespace {
-
-std::string Join(const std::string& dir, const std::string& name) { return dir + "/" + name; }
-
-}  // namespace
-
 RoutingTable BuildRoutingTable(const NotifyConfig& config, const Clock& clock) {
   RoutingTable table;
   table.routes = config.routes;
@@ -45,12 +38,10 @@ RoutingTable BuildRoutingTable(const NotifyConfig& config, const Clock& clock) {
   return table;
 }
 
-NotificationOutbox::NotificationOutbox(std::string dir, FileSystem& fs, const Clock& clock,
-                                       OutboxOptions options, Logger& logger,
-                                       MetricsRegistry& metrics)
+NotificationOutbox::NotificationOutbox(std::string dir, const Clock& clock, OutboxOptions options,
+                                       Logger& logger, MetricsRegistry& metrics)
     : dir_(std::move(dir)),
       options_(options),
-      fs_(fs),
       clock_(clock),
       logger_(logger),
       sent_(metrics.AddCounter("trainwatch_notifications_sent_total",
@@ -85,91 +76,50 @@ Status NotificationOutbox::CheckTable(const RoutingTable& table) {
   return Status::Ok();
 }
 
-Result<std::vector<uint64_t>> NotificationOutbox::Replay(
-    std::map<uint64_t, OutboxRecord>* replayed) {
-  TW_ASSIGN_OR_RETURN(std::vector<std::string> names, fs_.ListDir(dir_));
-  std::vector<uint64_t> segments;
-  std::set<uint64_t> acked;
-  for (const std::string& name : names) {  // sorted: zero-padded numbers sort numerically
-    uint64_t number = 0;
-    if (!ParseOutboxSegmentName(name, &number)) continue;
-    const std::string path = Join(dir_, name);
-    TW_ASSIGN_OR_RETURN(std::string contents, fs_.ReadFile(path));
-    Result<DecodedSegment> decoded = DecodeOutboxSegment(contents);
-    if (!decoded.ok()) {
-      logger_.Error("outbox segment is not readable; renamed aside, its deliveries are lost",
-                    {{"path", path}, {"error", decoded.status().message()}});
-      TW_RETURN_IF_ERROR(fs_.RenameFile(path, path + ".corrupt"));
-      continue;
-    }
-    segments.push_back(number);
-    if (!decoded->stopped_because.empty()) {
-      logger_.Warn("outbox segment tail cut off",
-                   {{"path", path},
-                    {"reason", decoded->stopped_because},
-                    {"cut_bytes", contents.size() - decoded->valid_end}});
-    }
-    for (OutboxRecord& r : decoded->records) {
-      next_id_ = std::max(next_id_, r.id + 1);
-      if (r.type == OutboxRecordType::kAck) {
-        acked.insert(r.id);
-        replayed->erase(r.id);
-      } else if (!acked.count(r.id)) {
-        replayed->emplace(r.id, std::move(r));  // a copy left by a cut-short rotation is ignored
-      }
-    }
-  }
-  return segments;
-}
-
 Result<std::unique_ptr<NotificationOutbox>> NotificationOutbox::Open(
     std::string dir, RoutingTable table, FileSystem& fs, const Clock& clock, OutboxOptions options,
     Logger& logger, MetricsRegistry& metrics) {
   TW_RETURN_IF_ERROR(CheckTable(table).WithContext("opening outbox " + dir));
   std::unique_ptr<NotificationOutbox> outbox(
-      new NotificationOutbox(std::move(dir), fs, clock, options, logger, metrics));
+      new NotificationOutbox(std::move(dir), clock, options, logger, metrics));
   NotificationOutbox& o = *outbox;
-  const std::string context = "opening outbox " + o.dir_;
-  TW_RETURN_IF_ERROR(o.fs_.CreateDirs(o.dir_).WithContext(context));
 
   // Nobody else sees the outbox yet; the lock is for the analysis (and costs nothing here).
   MutexLock lock(o.mu_);
-  std::map<uint64_t, OutboxRecord> replayed;
-  TW_ASSIGN_OR_RETURN(std::vector<uint64_t> segments, o.Replay(&replayed));
-
   o.routes_ = std::move(table.routes);
   for (auto& [name, notifier] : table.receivers) {
     o.workers_[name] = o.NewWorker(name, std::move(notifier));
   }
+  // What an earlier run left undelivered goes back to its receiver's queue; a delivery for a
+  // receiver no longer configured, or one that does not decode, is dropped.
   uint64_t dropped = 0;
-  for (auto& [id, record] : replayed) {
-    auto it = o.workers_.find(record.receiver);
+  std::vector<std::pair<OutboxRecord, Notification>> queued;
+  auto keep = [&](const OutboxRecord& record) TW_REQUIRES(o.mu_) {
     Result<Notification> n = NotificationFromJson(record.notification_json);
-    if (it == o.workers_.end() || !n.ok()) {
+    if (!o.workers_.count(record.receiver) || !n.ok()) {
       ++dropped;
       o.logger_.Warn(
           "outbox: dropping delivery",
           {{"receiver", record.receiver},
-           {"id", id},
+           {"id", record.id},
            {"reason", !n.ok() ? n.status().message() : "receiver no longer configured"}});
       o.dropped_.Add();
-      continue;
+      return false;
     }
-    std::string framed;
-    EncodeDelivery(id, record.enqueued_at, record.receiver, record.notification_json, &framed);
-    o.pending_bytes_ += framed.size();
-    o.pending_.emplace(id, std::move(framed));
-    it->second->queue.push_back(Delivery{id, record.enqueued_at, std::move(n).value()});
+    queued.emplace_back(record, std::move(n).value());
+    return true;
+  };
+  std::vector<OutboxRecord> kept;
+  TW_ASSIGN_OR_RETURN(o.log_, OutboxLog::Open(o.dir_, fs, OutboxLogOptions{options.segment_bytes},
+                                              logger, keep, &kept));
+  for (auto& [record, n] : queued) {
+    o.workers_.at(record.receiver)
+        ->queue.push_back(Delivery{record.id, record.enqueued_at, std::move(n)});
   }
-  o.segment_number_ = segments.empty() ? 0 : segments.back();
-  o.old_segments_ = segments;
-  TW_RETURN_IF_ERROR(o.RotateLocked().WithContext(context));
   o.UpdateQueuedLocked();
-  if (!replayed.empty()) {
-    o.logger_.Info("outbox replayed", {{"dir", o.dir_},
-                                       {"queued", o.pending_.size()},
-                                       {"dropped", dropped},
-                                       {"segments", segments.size()}});
+  if (!queued.empty() || dropped > 0) {
+    o.logger_.Info("outbox replayed",
+                   {{"dir", o.dir_}, {"queued", queued.size()}, {"dropped", dropped}});
   }
   for (auto& [name, w] : o.workers_) o.StartWorker(*w);
   return outbox;
@@ -199,21 +149,13 @@ Status NotificationOutbox::Enqueue(const Notification& n) {
   if (receivers.empty()) return Status::Ok();
   const std::string json = NotificationToJson(n);
   const double now = clock_.NowUnixSeconds();
-  std::vector<std::pair<uint64_t, std::string>> records;
-  std::string bytes;
-  for (const std::string& receiver : receivers) {
-    std::string framed;
-    EncodeDelivery(next_id_, now, receiver, json, &framed);
-    bytes += framed;
-    records.emplace_back(next_id_++, std::move(framed));
+  Result<std::vector<uint64_t>> ids = log_->AppendDeliveries(now, receivers, json);
+  if (!ids.ok()) {
+    return ids.status().WithContext("outbox: enqueueing alert " + n.alert_id + " " + n.status);
   }
-  TW_RETURN_IF_ERROR(AppendLocked(bytes, /*sync=*/true)
-                         .WithContext("outbox: enqueueing alert " + n.alert_id + " " + n.status));
   for (size_t i = 0; i < receivers.size(); ++i) {
     Worker& w = *workers_.at(receivers[i]);
-    pending_bytes_ += records[i].second.size();
-    pending_.emplace(records[i].first, std::move(records[i].second));
-    w.queue.push_back(Delivery{records[i].first, now, n});
+    w.queue.push_back(Delivery{(*ids)[i], now, n});
     if (w.queue.size() > options_.max_queued_per_receiver) {
       auto victim = w.queue.begin();
       if (w.in_flight == victim->id) ++victim;
@@ -231,7 +173,6 @@ Status NotificationOutbox::Enqueue(const Notification& n) {
     w.cv.notify_one();
   }
   UpdateQueuedLocked();
-  MaybeRotateLocked();
   return Status::Ok();
 }
 
@@ -316,17 +257,8 @@ void NotificationOutbox::RunWorker(Worker* w) {
 
 void NotificationOutbox::FinishLocked(Worker& w, uint64_t id, AckOutcome outcome) {
   if (!w.queue.empty() && w.queue.front().id == id) w.queue.pop_front();
-  auto it = pending_.find(id);
-  if (it == pending_.end()) return;  // already dropped (receiver removed meanwhile)
-  pending_bytes_ -= it->second.size();
-  pending_.erase(it);
-  std::string ack;
-  EncodeAck(id, outcome, &ack);
-  // Not synced: losing an ack in a crash only means sending that notification again.
-  Status s = AppendLocked(ack, /*sync=*/false);
-  if (!s.ok()) logger_.Error("outbox: writing an ack failed", {{"error", s.ToString()}});
+  if (!log_->Ack(id, outcome)) return;  // already dropped (receiver removed meanwhile)
   UpdateQueuedLocked();
-  MaybeRotateLocked();
   idle_cv_.notify_all();
 }
 
@@ -344,59 +276,7 @@ void NotificationOutbox::DropQueuedLocked(Worker& w, const std::string& reason) 
   w.queue.clear();
 }
 
-void NotificationOutbox::UpdateQueuedLocked() { queued_->store(pending_.size()); }
-
-Status NotificationOutbox::AppendLocked(const std::string& bytes, bool sync) {
-  if (stopped_ && file_ == nullptr) return Status::Unavailable("outbox stopped");
-  if (file_ == nullptr || segment_poisoned_) {
-    TW_RETURN_IF_ERROR(RotateLocked());
-  }
-  Status s = file_->Append(bytes);
-  if (s.ok() && sync) s = file_->Sync();
-  if (!s.ok()) segment_poisoned_ = true;  // its tail is unknown: the next write starts afresh
-  return s;
-}
-
-void NotificationOutbox::MaybeRotateLocked() {
-  if (file_ == nullptr || segment_poisoned_) return;  // the next append rotates
-  if (file_->Size() <= std::max<uint64_t>(options_.segment_bytes, 2 * pending_bytes_)) return;
-  Status s = RotateLocked();
-  if (!s.ok()) logger_.Error("outbox: compaction failed", {{"error", s.ToString()}});
-}
-
-Status NotificationOutbox::RotateLocked() {
-  const uint64_t number = segment_number_ + 1;
-  const std::string path = Join(dir_, OutboxSegmentName(number));
-  if (fs_.Exists(path)) TW_RETURN_IF_ERROR(fs_.RemoveFile(path));  // left by a failed rotation
-  std::string contents(kOutboxMagic);
-  for (const auto& [id, framed] : pending_) contents += framed;
-  TW_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, fs_.OpenAppendable(path));
-  Status s = file->Append(contents);
-  if (s.ok()) s = file->Sync();
-  if (s.ok()) s = fs_.SyncDir(dir_);
-  if (!s.ok()) {
-    (void)file->Close();
-    (void)fs_.RemoveFile(path);
-    return s.WithContext("starting outbox segment " + path);
-  }
-  // The new segment holds everything still pending: older ones can go.
-  if (file_ != nullptr) {
-    (void)file_->Close();
-    old_segments_.push_back(segment_number_);
-  }
-  for (uint64_t old : old_segments_) {
-    Status r = fs_.RemoveFile(Join(dir_, OutboxSegmentName(old)));
-    if (!r.ok() && r.code() != StatusCode::kNotFound) {
-      logger_.Warn("outbox: removing an old segment failed", {{"error", r.ToString()}});
-    }
-  }
-  old_segments_.clear();
-  (void)fs_.SyncDir(dir_);
-  file_ = std::move(file);
-  segment_number_ = number;
-  segment_poisoned_ = false;
-  return Status::Ok();
-}
+void NotificationOutbox::UpdateQueuedLocked() { queued_->store(log_->pending()); }
 
 Status NotificationOutbox::Reload(NotifyConfig config) {
   return Reload(BuildRoutingTable(config, clock_));
@@ -456,19 +336,16 @@ void NotificationOutbox::Stop() {
     if (t->joinable()) t->join();
   }
   MutexLock lock(mu_);
-  if (file_ != nullptr) {
-    Status s = file_->Sync();  // keep the acks: fewer repeats after a clean restart
-    if (s.ok()) s = file_->Close();
-    if (!s.ok()) logger_.Warn("outbox: closing the log failed", {{"error", s.ToString()}});
-    file_.reset();
-  }
+  if (log_ == nullptr) return;  // Open failed
+  Status s = log_->Close();     // keeps the acks: fewer repeats after a clean restart
+  if (!s.ok()) logger_.Warn("outbox: closing the log failed", {{"error", s.ToString()}});
 }
 
 uint64_t NotificationOutbox::Queued() const { return queued_->load(); }
 
 void NotificationOutbox::WaitIdle() {
   MutexLock lock(mu_);
-  idle_cv_.wait(lock.native(), [this]() TW_REQUIRES(mu_) { return pending_.empty(); });
+  idle_cv_.wait(lock.native(), [this]() TW_REQUIRES(mu_) { return log_->pending() == 0; });
 }
 
 }  // namespace trainwatch::notify

@@ -1,5 +1,7 @@
 // NotificationOutbox: a durable queue of deliveries (notification x receiver), sent by one
-// delivery thread per receiver with retries, exponential backoff and jitter.
+// delivery thread per receiver with retries, exponential backoff and jitter. The deliveries are
+// kept in an OutboxLog (outbox_log.h, the segment files); this file is the routing and the
+// delivery threads.
 //
 // Semantics:
 //  - Enqueue applies the routes and appends one delivery per matching receiver to an on-disk log,
@@ -19,6 +21,9 @@
 //    the deliveries still waiting), the waiting deliveries are copied into a fresh segment and
 //    older segments are deleted. Open always starts a fresh segment the same way. The file format
 //    is docs/format/outbox.md; a torn tail is cut off with a warning.
+//  - A full disk (ENOSPC) or an I/O error refuses the Enqueue with the file system's error
+//    (ResourceExhausted or IoError, with the path); what was queued stays queued and intact, and
+//    the next Enqueue once the disk takes writes again succeeds without a restart (OutboxLog).
 //
 // Thread-safe. Enqueue never waits for a receiver, only for the append and its fdatasync.
 #pragma once
@@ -41,6 +46,7 @@
 #include "notify/notifier.h"
 #include "notify/notify_config.h"
 #include "notify/outbox_format.h"
+#include "notify/outbox_log.h"
 #include "notify/route.h"
 
 namespace trainwatch::notify {
@@ -93,9 +99,10 @@ class NotificationOutbox {
   NotificationOutbox& operator=(const NotificationOutbox&) = delete;
 
   // Routes `n` and durably queues one delivery per matching receiver (none: OK, nothing written).
-  // Returns once the deliveries are on disk; IoError (with the path) when the append or its sync
-  // failed, in which case nothing is queued in memory (the bytes may still be sent after a
-  // restart); Unavailable after Stop().
+  // Returns once the deliveries are on disk; the file system's error (with the path:
+  // ResourceExhausted for a full disk, IoError otherwise) when the append or its sync failed, in
+  // which case nothing is queued in memory (the bytes may still be sent after a restart);
+  // Unavailable after Stop().
   Status Enqueue(const Notification& n);
 
   // Swaps receivers and routes. A receiver kept by name gets the new notifier and keeps its queue;
@@ -119,30 +126,21 @@ class NotificationOutbox {
   struct Delivery;
   struct Worker;
 
-  NotificationOutbox(std::string dir, FileSystem& fs, const Clock& clock, OutboxOptions options,
-                     Logger& logger, MetricsRegistry& metrics);
-
-  // Replays the segments in dir_ into `replayed` (id -> record) and returns the numbers of the
-  // segment files read; bad segments are renamed aside.
-  Result<std::vector<uint64_t>> Replay(std::map<uint64_t, OutboxRecord>* replayed) TW_REQUIRES(mu_);
+  NotificationOutbox(std::string dir, const Clock& clock, OutboxOptions options, Logger& logger,
+                     MetricsRegistry& metrics);
 
   void StartWorker(Worker& w) TW_REQUIRES(mu_);
   void RunWorker(Worker* w);  // the worker's thread
   std::unique_ptr<Worker> NewWorker(const std::string& name, std::unique_ptr<Notifier> notifier);
   static Status CheckTable(const RoutingTable& table);
 
-  // Log writes.
-  Status AppendLocked(const std::string& bytes, bool sync) TW_REQUIRES(mu_);
-  Status RotateLocked() TW_REQUIRES(mu_);
-  void MaybeRotateLocked() TW_REQUIRES(mu_);
-  // Marks delivery `id` of `w` done: pops it from w's queue if at the head, writes the ack.
+  // Marks delivery `id` of `w` done: pops it from w's queue if at the head, acks it in the log.
   void FinishLocked(Worker& w, uint64_t id, AckOutcome outcome) TW_REQUIRES(mu_);
   void DropQueuedLocked(Worker& w, const std::string& reason) TW_REQUIRES(mu_);
   void UpdateQueuedLocked() TW_REQUIRES(mu_);
 
   const std::string dir_;
   const OutboxOptions options_;
-  FileSystem& fs_;
   const Clock& clock_;
   Logger& logger_;
   Counter& sent_;
@@ -152,14 +150,8 @@ class NotificationOutbox {
   const std::shared_ptr<std::atomic<uint64_t>> queued_;
 
   mutable Mutex mu_;
-  std::condition_variable idle_cv_;                        // notified whenever pending_ shrinks
-  std::unique_ptr<WritableFile> file_ TW_GUARDED_BY(mu_);  // the active segment
-  uint64_t segment_number_ TW_GUARDED_BY(mu_) = 0;
-  std::vector<uint64_t> old_segments_ TW_GUARDED_BY(mu_);       // to delete at rotation
-  bool segment_poisoned_ TW_GUARDED_BY(mu_) = false;            // a write failed: rotate
-  std::map<uint64_t, std::string> pending_ TW_GUARDED_BY(mu_);  // id -> framed record
-  uint64_t pending_bytes_ TW_GUARDED_BY(mu_) = 0;
-  uint64_t next_id_ TW_GUARDED_BY(mu_) = 1;
+  std::condition_variable idle_cv_;  // notified whenever a delivery is done
+  std::unique_ptr<OutboxLog> log_ TW_GUARDED_BY(mu_);
   std::vector<Route> routes_ TW_GUARDED_BY(mu_);
   std::map<std::string, std::unique_ptr<Worker>> workers_ TW_GUARDED_BY(mu_);
   bool stopped_ TW_GUARDED_BY(mu_) = false;

@@ -285,6 +285,41 @@ TEST_F(OutboxTest, EnqueuedNotificationSurvivesPowerCut) {
   EXPECT_EQ(hook.Requests().size(), 2u);
 }
 
+// A full disk (ENOSPC) or EIO under the outbox: the Enqueue is refused with the disk's error,
+// saying which alert; what was queued stays queued and intact; once the disk takes writes again
+// the next Enqueue succeeds without a restart, and a restart delivers exactly the accepted ones.
+TEST_F(OutboxTest, DiskErrorRefusesTheEnqueueAndEnqueueingResumesAfterIt) {
+  using Failed = ::trainwatch::test::FaultInjectionFileSystem::FailedAppend;
+  for (auto [injected, failed] :
+       {std::pair{Status::ResourceExhausted("injected ENOSPC"), Failed::kHalfWritten},
+        std::pair{Status::IoError("injected EIO"), Failed::kNothingWritten}}) {
+    SCOPED_TRACE(injected.ToString());
+    for (const std::string& f : SegmentFiles()) std::filesystem::remove(f);
+    ::trainwatch::test::FaultInjectionFileSystem fs(PosixFileSystem());
+    {
+      auto outbox = Open(One("ops", Webhook(DownUrl())), Options(), fs);
+      ASSERT_TRUE(outbox->Enqueue(test::SampleNotification("1")).ok());
+      fs.SetWriteError(injected, failed);
+      Status refused = outbox->Enqueue(test::SampleNotification("2"));
+      EXPECT_EQ(refused.code(), injected.code()) << refused.ToString();
+      EXPECT_THAT(refused.message(), HasSubstr("enqueueing alert 2 firing"));
+      EXPECT_EQ(outbox->Queued(), 1u);
+      fs.SetWriteError(Status::Ok());
+      Status resumed = outbox->Enqueue(test::SampleNotification("3"));
+      ASSERT_TRUE(resumed.ok()) << resumed.ToString();
+      EXPECT_EQ(outbox->Queued(), 2u);
+    }
+    test::HttpListener hook;
+    auto outbox = Open(One("ops", Webhook(hook.Url())), Options(), fs);
+    outbox->WaitIdle();
+    EXPECT_EQ(Bodies(hook),
+              (std::vector<std::string>{NotificationToJson(test::SampleNotification("1")),
+                                        NotificationToJson(test::SampleNotification("3"))}));
+    EXPECT_EQ(SegmentFiles().size(), 1u);
+    outbox->Stop();
+  }
+}
+
 TEST_F(OutboxTest, RouteFilters) {
   test::HttpListener vision, all;
   RoutingTable t;
@@ -386,7 +421,8 @@ TEST_F(OutboxTest, OldDeliveriesAreDroppedAndQueueIsBounded) {
   for (const char* id : {"1", "2", "3", "4"})
     ASSERT_TRUE(outbox->Enqueue(test::SampleNotification(id)).ok());
   EXPECT_LE(outbox->Queued(), 2u);
-  Settle();  // the first attempt failed and the thread waits for its backoff: not mid-send when time jumps
+  Settle();  // the first attempt failed and the thread waits for its backoff: not mid-send when
+             // time jumps
   clock_.Advance(61);
   outbox->WaitIdle();
   EXPECT_EQ(Metric("trainwatch_notifications_dropped_total"), 4);
