@@ -7,7 +7,8 @@
 namespace trainwatch::api {
 namespace {
 
-// Writes a run's visible scalar points as /api/v1/write lines, one line per (step, time) with
+// Writes a run's visible scalar points as /api/v1/write lines, one line per (step, time) (per
+// (rank, step, time) for a distributed run, each line with its "rank") with
 // bit-exact values, one window of the querier's export (query/export.h) per piece: memory stays at
 // a window's worth however long the run (the answer is streamed).
 class ExportWriter {
@@ -18,6 +19,7 @@ class ExportWriter {
     AppendString(&prefix_, plan_.run.project);
     prefix_ += ",\"run\":";
     AppendString(&prefix_, plan_.run.run);
+    rank_prefix_ = prefix_ + ",\"rank\":";
     prefix_ += ",\"step\":";
   }
 
@@ -30,13 +32,19 @@ class ExportWriter {
     piece->reserve(cells_.size() * 24);
     for (size_t i = 0; i < cells_.size();) {
       size_t j = i;
-      *piece += prefix_;
+      if (plan_.distributed) {
+        *piece += rank_prefix_;
+        AppendInt(piece, cells_[i].rank);
+        *piece += ",\"step\":";
+      } else {
+        *piece += prefix_;
+      }
       AppendInt(piece, cells_[i].step);
       *piece += ",\"time\":";
       AppendNumber(piece, cells_[i].time, NonFinite::kBareTokens);
       *piece += ",\"metrics\":{";
-      for (; j < cells_.size() && cells_[j].step == cells_[i].step &&
-             cells_[j].time == cells_[i].time;
+      for (; j < cells_.size() && cells_[j].rank == cells_[i].rank &&
+             cells_[j].step == cells_[i].step && cells_[j].time == cells_[i].time;
            ++j) {
         if (j > i) piece->push_back(',');
         AppendString(piece, plan_.metrics[cells_[j].metric]);
@@ -54,6 +62,7 @@ class ExportWriter {
   const query::ExportPlan plan_;
   query::ExportCursor cursor_;
   std::string prefix_;
+  std::string rank_prefix_;  // a distributed run's lines: the prefix up to the rank's value
   std::vector<query::ExportCell> cells_;
 };
 

@@ -119,6 +119,8 @@ void LiveHub::Publish(const v1::WriteRequest& request) {
       AppendString(&out, batch.project());
       out += R"(,"run":)";
       AppendString(&out, batch.run());
+      // A distributed run's rank (docs/distributed.md); absent: run-level.
+      if (batch.has_rank()) out += R"(,"rank":)" + std::to_string(batch.rank().rank());
       out += R"(,"metrics":{)";
       bool any = false;
       for (const v1::MetricColumn& column : batch.metrics()) {

@@ -39,6 +39,7 @@ void RegisterWriteRoutes(HttpServer& server, ApiContext& ctx);  // write_routes.
 void RegisterRunRoutes(HttpServer& server, ApiContext& ctx);  // run_routes.cc (runs, run, metrics)
 void RegisterSeriesRoutes(HttpServer& server, ApiContext& ctx);   // series_routes.cc
 void RegisterExportRoutes(HttpServer& server, ApiContext& ctx);   // export_routes.cc
+void RegisterRankRoutes(HttpServer& server, ApiContext& ctx);     // rank_routes.cc
 void RegisterRunDataRoutes(HttpServer& server, ApiContext& ctx);  // run_data_routes.cc
 void RegisterMediaRoutes(HttpServer& server, ApiContext& ctx);    // media_routes.cc
 void RegisterOpsRoutes(HttpServer& server, ApiContext& ctx);      // ops_routes.cc
@@ -53,6 +54,7 @@ inline void RegisterRoutes(HttpServer& server, ApiContext& ctx) {
   RegisterWriteRoutes(server, ctx);
   RegisterRunRoutes(server, ctx);
   RegisterSeriesRoutes(server, ctx);
+  RegisterRankRoutes(server, ctx);
   RegisterExportRoutes(server, ctx);
   RegisterRunDataRoutes(server, ctx);
   RegisterMediaRoutes(server, ctx);

@@ -58,6 +58,9 @@ void AppendRunFields(std::string* out, const storage::RunInfo& info) {
   *out += ",\"heartbeat_interval\":";
   AppendNumber(out, info.heartbeat_interval, NonFinite::kStrings);
   *out += info.has_graph ? ",\"has_graph\":true" : ",\"has_graph\":false";
+  *out += info.rank_count > 0 ? ",\"distributed\":true" : ",\"distributed\":false";
+  *out += ",\"world_size\":" + std::to_string(info.world_size) +
+          ",\"rank_count\":" + std::to_string(info.rank_count);
 }
 
 void HandleRuns(ApiContext& ctx, HttpRequest&& req, Responder respond) {

@@ -19,6 +19,18 @@ bool ParseAxis(const std::string& text, query::XAxis* axis) {
 
 }  // namespace
 
+std::optional<HttpResponse> ParseRankParam(const HttpRequest& req, std::optional<uint32_t>* rank) {
+  std::string v = req.Param("rank");
+  if (v.empty()) return std::nullopt;
+  int64_t n = 0;
+  if (!ParseInt(v, &n) || n < 0 || n > kMaxRank) {
+    return HttpResponse::Error(400,
+                               "rank must be an integer from 0 to " + std::to_string(kMaxRank));
+  }
+  *rank = static_cast<uint32_t>(n);
+  return std::nullopt;
+}
+
 std::optional<HttpResponse> ParseSeriesQuery(const HttpRequest& req, size_t max_raw_points,
                                              SeriesQuery* q) {
   q->project = req.Param("project", "default");
@@ -42,6 +54,7 @@ std::optional<HttpResponse> ParseSeriesQuery(const HttpRequest& req, size_t max_
           400, "buckets must be an integer from 1 to " + std::to_string(kMaxBuckets));
     }
   }
+  if (auto error = ParseRankParam(req, &q->rank)) return error;
   q->limit = max_raw_points;
   if (std::string v = req.Param("limit"); !v.empty()) {
     int64_t limit = 0;

@@ -17,6 +17,12 @@ namespace trainwatch::api {
 constexpr uint32_t kMaxBuckets = 100'000;
 // Runs in one series query; runs times metrics in one batch.
 constexpr size_t kMaxSeriesPerQuery = 1'000;
+// The highest rank a query may name (ranks are below 2^31 on the way in).
+constexpr int64_t kMaxRank = (int64_t{1} << 31) - 1;
+
+// Parses the optional `rank` parameter into *rank (left unset when absent); a 400 naming it when
+// it is not an integer from 0 to kMaxRank.
+std::optional<HttpResponse> ParseRankParam(const HttpRequest& req, std::optional<uint32_t>* rank);
 
 struct SeriesQuery {
   std::string project;
@@ -27,8 +33,11 @@ struct SeriesQuery {
   double from = -INFINITY, to = INFINITY;
   int64_t buckets = 0;  // 0: raw points
   size_t limit = 0;     // raw points in the whole answer (ApiContext::max_raw_points, or fewer)
+  std::optional<uint32_t> rank;  // a distributed run's rank; none: the run-level series (rank 0)
 
-  query::SeriesSelection Selection() const { return {project, runs, axis, from, to}; }
+  query::SeriesSelection Selection() const {
+    return {project, runs, axis, from, to, rank.value_or(0)};
+  }
   // The raw read of metrics.front() (a parsed single-series query).
   query::RawRequest Raw() const { return {Selection(), metrics.front(), limit}; }
   // The downsampling of every metric (buckets > 0).
@@ -38,8 +47,9 @@ struct SeriesQuery {
 };
 
 // Reads project (default "default"), run (one or more), x (step, time or relative; default step),
-// from, to (finite numbers), buckets (1..kMaxBuckets) and limit (1..max_raw_points; default
-// max_raw_points); a 400 that names the parameter when one is missing or malformed.
+// from, to (finite numbers), buckets (1..kMaxBuckets), limit (1..max_raw_points; default
+// max_raw_points) and rank (0..kMaxRank); a 400 that names the parameter when one is missing or
+// malformed.
 std::optional<HttpResponse> ParseSeriesQuery(const HttpRequest& req, size_t max_raw_points,
                                              SeriesQuery* q);
 

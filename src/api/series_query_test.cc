@@ -93,6 +93,21 @@ TEST(SeriesQueryTest, MalformedParametersAreNamed) {
   EXPECT_EQ(Error("/s?run=r&limit=1000"), "");
 }
 
+TEST(SeriesQueryTest, RankPicksOneRanksSeries) {
+  SeriesQuery q;
+  ASSERT_EQ(Error("/api/v1/series?run=a", &q), "");
+  EXPECT_FALSE(q.rank.has_value());
+  EXPECT_EQ(q.Selection().rank, 0u) << "no rank: the run-level series";
+  ASSERT_EQ(Error("/api/v1/series?run=a&rank=1023", &q), "");
+  EXPECT_EQ(q.rank, 1023u);
+  EXPECT_EQ(q.Selection().rank, 1023u);
+  EXPECT_EQ(q.Raw().selection.rank, 1023u);
+  for (const char* bad : {"-1", "x", "1.5", "2147483648"}) {
+    EXPECT_THAT(Error(std::string("/api/v1/series?run=a&rank=") + bad), HasSubstr("rank must be"))
+        << bad;
+  }
+}
+
 TEST(SeriesQueryTest, AnEmptyValueIsTheDefault) {
   SeriesQuery q;
   ASSERT_EQ(Error("/s?run=r&from=&to=&buckets=&limit=", &q), "");

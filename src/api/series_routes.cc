@@ -134,8 +134,8 @@ void AppendDownsampled(const query::DownsampledMetric& metric, bool columns, std
   body->push_back(']');
 }
 
-// GET
-// /api/v1/series?project=P&run=R1&run=R2&metric=M[&x=step|time|relative][&from=&to=][&buckets=N]
+// GET /api/v1/series?project=P&run=R1&run=R2&metric=M[&x=step|time|relative][&from=&to=]
+// [&buckets=N][&rank=N]
 void HandleSeries(ApiContext& ctx, HttpRequest&& req, Responder respond) {
   SeriesQuery q;
   if (auto error = ParseSingleSeriesQuery(req, ctx.max_raw_points, &q))
@@ -143,6 +143,7 @@ void HandleSeries(ApiContext& ctx, HttpRequest&& req, Responder respond) {
   std::string body = "{\"metric\":";
   AppendString(&body, q.metrics.front());
   body += ",\"x\":\"" + q.x_text + "\"";
+  if (q.rank) body += ",\"rank\":" + std::to_string(*q.rank);
   if (q.buckets == 0) {
     AppendRawSeries(ctx.querier.ReadRaw(q.Raw()), &body);
     return respond(HttpResponse::Json(200, std::move(body)));
@@ -183,7 +184,9 @@ void HandleSuperseded(ApiContext& ctx, HttpRequest&& req, Responder respond) {
   std::string metric = req.Param("metric");
   if (metric.empty())
     return respond(HttpResponse::Error(400, "query parameter 'metric' is required"));
-  auto points = ctx.querier.ReadSuperseded({info.project, info.id, metric});
+  std::optional<uint32_t> rank;
+  if (auto error = ParseRankParam(req, &rank)) return respond(std::move(*error));
+  auto points = ctx.querier.ReadSuperseded({info.project, info.id, metric, rank.value_or(0)});
   if (!points.ok())
     return respond(HttpResponse::Error(HttpStatusOf(points.status()), points.status().message()));
   std::string body = "{\"metric\":";

@@ -18,16 +18,21 @@ struct ExportPlan {
   int64_t first_step = std::numeric_limits<int64_t>::max();
   int64_t last_step = std::numeric_limits<int64_t>::min();
   uint64_t points = 0;  // visible points of those metrics, all together
+  // A distributed run: its lines carry "rank". ranks[m]: the ranks metric m has (ascending; {0}
+  // for a run that is not distributed).
+  bool distributed = false;
+  std::vector<std::vector<uint32_t>> ranks;
 };
 
 // One point of a window: metric is an index into ExportPlan::metrics. A window's cells come by
-// (step, time), and in the plan's order of metrics within one (step, time): one /api/v1/write line
-// per run of equal (step, time).
+// (rank, step, time), and in the plan's order of metrics within one (rank, step, time): one
+// /api/v1/write line per run of equal (rank, step, time).
 struct ExportCell {
   int64_t step;
   double time;
   uint32_t metric;
   double value;
+  uint32_t rank = 0;
 };
 
 // Walks a plan's steps in windows sized to hold about kPointsPerWindow points (by the run's

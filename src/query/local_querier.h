@@ -26,6 +26,11 @@ class LocalQuerier final : public Querier {
   Status ReadExportWindow(const ExportPlan& plan, int64_t from_step, int64_t to_step,
                           std::vector<ExportCell>* out) const override;
 
+  // local_querier_ranks.cc
+  Result<RankAggregates> AggregateRanks(const RankRequest& request) const override;
+  Result<RankMatrix> RankMatrixOf(const RankRequest& request) const override;
+  Result<RankTable> ListRanks(const storage::RunKey& run, double now) const override;
+
   // local_querier_series.cc
   std::vector<RawSeries> ReadRaw(const RawRequest& request) const override;
   Result<AxisRange> XRange(const SeriesSelection& selection,
@@ -42,6 +47,10 @@ class LocalQuerier final : public Querier {
   // One run's series of `metric` folded onto `grid`.
   DownsampledSeries DownsampleRun(const SeriesSelection& selection, const std::string& run,
                                   const std::string& metric, const BucketGrid& grid) const;
+
+  // The grid of a rank request (its open ends closed by the ranks' joint step range) and the
+  // ranks that have the metric. NotFound if none has.
+  Result<BucketGrid> RankGrid(const RankRequest& request, std::vector<uint32_t>* ranks) const;
 
   const storage::Engine& engine_;
 };

@@ -74,8 +74,8 @@ RawSeries LocalQuerier::ReadRawRun(const RawRequest& request, const std::string&
   // With the budget spent, one point is read to say where this series would start.
   options.max_points = std::max<size_t>(*budget, 1);
   std::optional<int64_t> next;
-  Status s =
-      engine_.ReadSeries({selection.project, run, request.metric}, options, &out.points, &next);
+  Status s = engine_.ReadSeries({selection.project, run, request.metric, selection.rank}, options,
+                                &out.points, &next);
   if (s.ok() && *budget == 0 && !out.points.empty()) {
     next = out.points.front().step;
     out.points.clear();
@@ -117,7 +117,8 @@ Result<AxisRange> LocalQuerier::XRange(const SeriesSelection& selection,
   bool any = false;
   for (const std::string& run : selection.runs) {
     storage::SeriesExtent extent;
-    if (!engine_.ReadExtent({selection.project, run, metric}, &extent).ok()) continue;
+    if (!engine_.ReadExtent({selection.project, run, metric, selection.rank}, &extent).ok())
+      continue;
     double lo, hi;
     if (selection.axis == XAxis::kStep) {
       lo = static_cast<double>(extent.first_step);
@@ -144,8 +145,8 @@ DownsampledSeries LocalQuerier::DownsampleRun(const SeriesSelection& selection,
   // An unknown run has no series either: the scan's NotFound names the metric, as for any run.
   Result<double> origin = OriginOf(selection.project, run, selection.axis);
   DownsamplingScanner scanner(grid, selection.axis, origin.ok() ? *origin : 0);
-  Status s =
-      engine_.ScanSeries({selection.project, run, metric}, selection.axis == XAxis::kStep, scanner);
+  Status s = engine_.ScanSeries({selection.project, run, metric, selection.rank},
+                                selection.axis == XAxis::kStep, scanner);
   if (s.ok() && !origin.ok()) s = Status::NotFound("run '" + run + "' was deleted");
   if (!s.ok()) {
     out.status = s;

@@ -18,6 +18,10 @@
 //   to that grid. Each run's buckets come from its owner; were a series ever split over nodes, the
 //   buckets of one index merge exactly with Bucket::Merge (counts and sums add, min of mins, max of
 //   maxes, first/last by step).
+// - AggregateRanks, RankMatrix, ListRanks: a run and its ranks live on one node (its owner): the
+//   call goes to the owner. Were a run's ranks ever split over nodes, the matrix rows would union
+//   and the aggregates' count/min/max/mean would merge exactly, the percentiles not (each node
+//   would have to send its values).
 // - ReadRaw: the limit is shared by the runs in order, so runs are asked in the selection's order,
 //   consecutive runs of one owner together, each call with what the earlier runs left
 //   (limit minus their RawSeries::read).
@@ -30,6 +34,7 @@
 
 #include "common/status.h"
 #include "query/export.h"
+#include "query/rank_query.h"
 #include "query/run_search.h"
 #include "query/series_request.h"
 #include "storage/engine.h"
@@ -62,6 +67,16 @@ class Querier {
   // The points of a series that rewinds hid, by (step, timeline). NotFound for an unknown series.
   virtual Result<std::vector<storage::SupersededPoint>> ReadSuperseded(
       const storage::SeriesKey& key) const = 0;
+
+  // --- distributed runs (docs/distributed.md) ---
+  // Across-rank statistics of one metric per bucket of steps. NotFound if the run is unknown or no
+  // rank has the metric; InvalidArgument "to is below from".
+  virtual Result<RankAggregates> AggregateRanks(const RankRequest& request) const = 0;
+  // Each rank's buckets of one metric on one step grid; errors as AggregateRanks.
+  virtual Result<RankMatrix> RankMatrixOf(const RankRequest& request) const = 0;
+  // The run's ranks table at server time `now` (empty for a run that is not distributed).
+  // NotFound if the run is unknown.
+  virtual Result<RankTable> ListRanks(const storage::RunKey& run, double now) const = 0;
 
   // --- export ---
   // What exporting the run reads (no metrics for an unknown run).

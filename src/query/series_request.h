@@ -23,6 +23,9 @@ struct SeriesSelection {
   XAxis axis = XAxis::kStep;
   double from = -INFINITY;
   double to = INFINITY;
+  // Which rank's series of a distributed run (docs/distributed.md); 0: the run-level series (of a
+  // run that is not distributed, or rank 0's).
+  uint32_t rank = 0;
 };
 
 // Raw points of one metric of the selected runs.
