@@ -50,15 +50,15 @@ void BatchBuilder::TakeInto(v1::WriteRequest* request) {
   for (v1::RunBatch& b : before_) *request->add_runs() = std::move(b);
   for (PendingRun& p : runs_) {
     v1::RunBatch* batch = request->add_runs();
-    batch->set_project(p.run->project);
-    batch->set_run(p.run->id);
+    p.run->Address(batch);
     batch->set_sampled(p.sampled);
     batch->mutable_steps()->Add(p.steps.begin(), p.steps.end());
     batch->mutable_times()->Add(p.times.begin(), p.times.end());
     for (Column& c : p.columns) {
       v1::MetricColumn* column = batch->add_metrics();
       column->set_name(p.run->names.Name(c.id));
-      if (c.rows.size() != p.steps.size()) column->mutable_rows()->Add(c.rows.begin(), c.rows.end());
+      if (c.rows.size() != p.steps.size())
+        column->mutable_rows()->Add(c.rows.begin(), c.rows.end());
       column->mutable_values()->Add(c.values.begin(), c.values.end());
     }
   }

@@ -112,8 +112,7 @@ void ClientCore::QueueHeartbeat() {
     for (const auto& run : runs_) {
       if (run->finished.load() || !run->handle_alive.load()) continue;
       v1::RunBatch* batch = request.add_runs();
-      batch->set_project(run->project);
-      batch->set_run(run->id);
+      run->Address(batch);
       batch->mutable_heartbeat()->set_interval_seconds(options_.heartbeat_interval_seconds);
     }
   }

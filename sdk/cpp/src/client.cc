@@ -26,9 +26,21 @@ std::string HostName() {
 
 v1::RunBatch BatchFor(const sdk::RunState& run) {
   v1::RunBatch batch;
-  batch.set_project(run.project);
-  batch.set_run(run.id);
+  run.Address(&batch);
   return batch;
+}
+
+std::shared_ptr<sdk::RunState> NewRunState(const RunOptions& options) {
+  std::string project = options.project.empty() ? "default" : options.project;
+  std::string id = options.id.empty() ? NewRunId() : options.id;
+  if (options.rank.rank < 0)
+    return std::make_shared<sdk::RunState>(std::move(project), std::move(id));
+  v1::RankInfo rank;
+  rank.set_rank(static_cast<uint32_t>(options.rank.rank));
+  rank.set_world_size(options.rank.world_size);
+  rank.set_local_rank(options.rank.local_rank);
+  rank.set_host(options.rank.host.empty() ? HostName() : options.rank.host);
+  return std::make_shared<sdk::RunState>(std::move(project), std::move(id), std::move(rank));
 }
 
 }  // namespace
@@ -38,26 +50,35 @@ Client::Client(ClientOptions options) : core_(sdk::ClientCore::Create(std::move(
 Client::~Client() { core_->Close(); }
 
 std::unique_ptr<Run> Client::StartRun(const RunOptions& options) {
-  auto state = std::make_shared<sdk::RunState>(options.project.empty() ? "default" : options.project,
-                                               options.id.empty() ? NewRunId() : options.id);
+  std::shared_ptr<sdk::RunState> state = NewRunState(options);
   core_->RegisterRun(state);
   v1::RunBatch batch = BatchFor(*state);
   v1::RunMetadata* meta = batch.mutable_metadata();
-  if (!options.name.empty()) meta->set_name(options.name);
-  if (!options.group.empty()) meta->set_group(options.group);
-  for (const std::string& tag : options.tags) meta->add_tags(core_->masker().MaskTag(tag));
-  if (!options.config_json.empty()) meta->set_config_json(core_->masker().MaskJsonText(options.config_json));
   meta->set_status("running");
-  if (!options.resume) meta->set_start_time(sdk::UnixNow());
-  meta->set_host(HostName());
+  if (state->sends_run_metadata()) {
+    if (!options.name.empty()) meta->set_name(options.name);
+    if (!options.group.empty()) meta->set_group(options.group);
+    for (const std::string& tag : options.tags) meta->add_tags(core_->masker().MaskTag(tag));
+    if (!options.config_json.empty()) {
+      meta->set_config_json(core_->masker().MaskJsonText(options.config_json));
+    }
+    if (!options.resume) meta->set_start_time(sdk::UnixNow());
+    meta->set_host(HostName());
+  }
   core_->AddRunBatch(std::move(batch), false);
   std::unique_ptr<Run> run(new Run(core_, state));
   if (options.system_metrics_interval_seconds > 0) {
     std::weak_ptr<sdk::RunState> weak = state;
     sdk::ClientCore* core = core_.get();  // the Run (and so the thread) holds the core alive
+    sdk::SystemSamplerOptions sampler;
+    sampler.nvml_library = options.nvml_library;
+    sampler.machine = options.machine_metrics;
+    sampler.gpus = options.gpu_metrics;
+    sampler.gpu_index = options.gpu_index;
     run->system_metrics_ = std::make_unique<sdk::SystemMetricsThread>(
-        options.system_metrics_interval_seconds, options.nvml_library,
-        [core, weak](int64_t sample, const std::vector<std::pair<std::string, double>>& values, double time) {
+        options.system_metrics_interval_seconds, std::move(sampler),
+        [core, weak](int64_t sample, const std::vector<std::pair<std::string, double>>& values,
+                     double time) {
           auto state = weak.lock();
           if (!state || state->finished.load()) return;
           sdk::Record record{state.get(), sample, time, 0, true, {}, {}};
@@ -115,7 +136,9 @@ void Run::Log(int64_t step, std::initializer_list<Metric> metrics) {
   Enqueue(step, std::span<const Metric>(metrics.begin(), metrics.size()), sdk::UnixNow(), false);
 }
 
-void Run::Log(int64_t step, std::span<const Metric> metrics) { Enqueue(step, metrics, sdk::UnixNow(), false); }
+void Run::Log(int64_t step, std::span<const Metric> metrics) {
+  Enqueue(step, metrics, sdk::UnixNow(), false);
+}
 
 void Run::Log(int64_t step, std::span<const Metric> metrics, double unix_time) {
   Enqueue(step, metrics, unix_time, false);
@@ -129,7 +152,8 @@ void Run::LogHistogram(int64_t step, std::string_view name, HistogramBuckets his
   LogHistogram(step, name, std::move(histogram), sdk::UnixNow());
 }
 
-void Run::LogHistogram(int64_t step, std::string_view name, HistogramBuckets histogram, double unix_time) {
+void Run::LogHistogram(int64_t step, std::string_view name, HistogramBuckets histogram,
+                       double unix_time) {
   if (state_->finished.load()) return;
   v1::RunBatch batch = BatchFor(*state_);
   v1::Histogram* h = batch.add_histograms();
@@ -141,13 +165,13 @@ void Run::LogHistogram(int64_t step, std::string_view name, HistogramBuckets his
   core_->AddRunBatch(std::move(batch), false);
 }
 
-void Run::LogImage(int64_t step, std::string_view name, std::string encoded, std::string_view caption,
-                   uint32_t index) {
+void Run::LogImage(int64_t step, std::string_view name, std::string encoded,
+                   std::string_view caption, uint32_t index) {
   LogImage(step, name, std::move(encoded), caption, index, sdk::UnixNow());
 }
 
-void Run::LogImage(int64_t step, std::string_view name, std::string encoded, std::string_view caption,
-                   uint32_t index, double unix_time) {
+void Run::LogImage(int64_t step, std::string_view name, std::string encoded,
+                   std::string_view caption, uint32_t index, double unix_time) {
   if (state_->finished.load()) return;
   v1::RunBatch batch = BatchFor(*state_);
   v1::Image* image = batch.add_images();
@@ -176,12 +200,14 @@ void Run::LogText(int64_t step, std::string_view name, std::string_view text, do
 }
 
 void Run::SetConfig(std::string_view config_json) {
+  if (!state_->sends_run_metadata()) return;
   v1::RunBatch batch = BatchFor(*state_);
   batch.mutable_metadata()->set_config_json(core_->masker().MaskJsonText(std::string(config_json)));
   core_->AddRunBatch(std::move(batch), false);
 }
 
 void Run::SetTags(std::vector<std::string> tags, bool replace) {
+  if (!state_->sends_run_metadata()) return;
   v1::RunBatch batch = BatchFor(*state_);
   for (std::string& tag : tags) batch.mutable_metadata()->add_tags(core_->masker().MaskTag(tag));
   batch.mutable_metadata()->set_replace_tags(replace);
@@ -189,6 +215,7 @@ void Run::SetTags(std::vector<std::string> tags, bool replace) {
 }
 
 void Run::SetGraph(std::string graph_json) {
+  if (!state_->sends_run_metadata()) return;
   v1::RunBatch batch = BatchFor(*state_);
   batch.mutable_metadata()->set_graph_json(std::move(graph_json));
   core_->AddRunBatch(std::move(batch), false);

@@ -3,15 +3,14 @@
 #include <chrono>
 
 #include "client_core.h"
-#include "system/system_sampler.h"
 
 namespace trainwatch::sdk {
 
-SystemMetricsThread::SystemMetricsThread(double interval_seconds, std::string nvml_library,
+SystemMetricsThread::SystemMetricsThread(double interval_seconds, SystemSamplerOptions options,
                                          Sink sink)
     : sink_(std::move(sink)) {
   thread_ = std::thread(
-      [this, interval_seconds, lib = std::move(nvml_library)] { Loop(interval_seconds, lib); });
+      [this, interval_seconds, options = std::move(options)] { Loop(interval_seconds, options); });
 }
 
 SystemMetricsThread::~SystemMetricsThread() {
@@ -23,10 +22,8 @@ SystemMetricsThread::~SystemMetricsThread() {
   thread_.join();
 }
 
-void SystemMetricsThread::Loop(double interval_seconds, std::string nvml_library) {
-  SystemSamplerOptions options;
-  options.nvml_library = std::move(nvml_library);
-  SystemSampler sampler(options);
+void SystemMetricsThread::Loop(double interval_seconds, SystemSamplerOptions options) {
+  SystemSampler sampler(std::move(options));
   int64_t sample = 0;
   auto next = std::chrono::steady_clock::now();
   for (;;) {

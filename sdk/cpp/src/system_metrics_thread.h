@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/mutex.h"
+#include "system/system_sampler.h"
 
 namespace trainwatch::sdk {
 
@@ -18,13 +19,13 @@ class SystemMetricsThread {
  public:
   using Sink = std::function<void(
       int64_t sample, const std::vector<std::pair<std::string, double>>& values, double unix_time)>;
-  SystemMetricsThread(double interval_seconds, std::string nvml_library, Sink sink);
+  SystemMetricsThread(double interval_seconds, SystemSamplerOptions options, Sink sink);
   ~SystemMetricsThread() TW_EXCLUDES(mu_);
   SystemMetricsThread(const SystemMetricsThread&) = delete;
   SystemMetricsThread& operator=(const SystemMetricsThread&) = delete;
 
  private:
-  void Loop(double interval_seconds, std::string nvml_library) TW_EXCLUDES(mu_);
+  void Loop(double interval_seconds, SystemSamplerOptions options) TW_EXCLUDES(mu_);
 
   Sink sink_;
   Mutex mu_;

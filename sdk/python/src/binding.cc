@@ -48,7 +48,8 @@ class WarningQueue {
     std::vector<std::pair<WarningKind, std::string>> taken = std::move(messages_);
     messages_.clear();
     if (overflowed_ > 0) {
-      taken.emplace_back(overflow_kind_, std::to_string(overflowed_) + " further warnings were not kept");
+      taken.emplace_back(overflow_kind_,
+                         std::to_string(overflowed_) + " further warnings were not kept");
       overflowed_ = 0;
     }
     return taken;
@@ -57,8 +58,8 @@ class WarningQueue {
  private:
   std::mutex mu_;
   std::vector<std::pair<WarningKind, std::string>> messages_;  // GUARDED_BY(mu_)
-  uint64_t overflowed_ = 0;            // GUARDED_BY(mu_)
-  WarningKind overflow_kind_{};        // GUARDED_BY(mu_): the kind of the first one not kept
+  uint64_t overflowed_ = 0;                                    // GUARDED_BY(mu_)
+  WarningKind overflow_kind_{};  // GUARDED_BY(mu_): the kind of the first one not kept
 };
 
 // The Python Client: a trainwatch::Client and the queue its warnings go to.
@@ -233,6 +234,13 @@ void BindOptions(py::module_& m) {
       .def_readwrite("ack_timeout_seconds", &ClientOptions::ack_timeout_seconds)
       .def_readwrite("flush_timeout_seconds", &ClientOptions::flush_timeout_seconds);
 
+  py::class_<RankOptions>(m, "RankOptions", "trainwatch::RankOptions (client.h)")
+      .def(py::init<>())
+      .def_readwrite("rank", &RankOptions::rank)
+      .def_readwrite("world_size", &RankOptions::world_size)
+      .def_readwrite("local_rank", &RankOptions::local_rank)
+      .def_readwrite("host", &RankOptions::host);
+
   py::class_<RunOptions>(m, "RunOptions", "trainwatch::RunOptions (client.h)")
       .def(py::init<>())
       .def_readwrite("project", &RunOptions::project)
@@ -244,7 +252,11 @@ void BindOptions(py::module_& m) {
       .def_readwrite("resume", &RunOptions::resume)
       .def_readwrite("system_metrics_interval_seconds",
                      &RunOptions::system_metrics_interval_seconds)
-      .def_readwrite("nvml_library", &RunOptions::nvml_library);
+      .def_readwrite("nvml_library", &RunOptions::nvml_library)
+      .def_readwrite("machine_metrics", &RunOptions::machine_metrics)
+      .def_readwrite("gpu_metrics", &RunOptions::gpu_metrics)
+      .def_readwrite("gpu_index", &RunOptions::gpu_index)
+      .def_readwrite("rank", &RunOptions::rank);
 }
 
 void BindClient(py::module_& m) {
@@ -293,7 +305,8 @@ void BindRun(py::module_& m) {
       // The bytes are copied into the batch before this returns (the Python object may change).
       .def(
           "log_image",
-          [](Run& run, int64_t step, std::string_view name, const py::bytes& data, std::string_view caption,
+          [](Run& run, int64_t step, std::string_view name, const py::bytes& data,
+             std::string_view caption,
              uint32_t index) { run.LogImage(step, name, std::string(data), caption, index); },
           py::arg("step"), py::arg("name"), py::arg("data"), py::arg("caption"), py::arg("index"))
       .def(

@@ -17,7 +17,7 @@ Settings come from init()'s arguments, else the environment (TRAINWATCH_SERVER, 
 TRAINWATCH_API_KEY, TRAINWATCH_MODE=offline, TRAINWATCH_SPOOL_DIR, TRAINWATCH_TLS_CA/_CERT/_KEY);
 see sdk/python/README.md.
 """
-from . import _jsonable, _session, _settings, _trainwatch
+from . import _distributed, _jsonable, _session, _settings, _trainwatch
 from ._run import Config, Run, TrainwatchWarning
 
 __all__ = ["init", "log", "log_histogram", "log_image", "log_text", "finish", "watch", "log_step",
@@ -26,7 +26,8 @@ __version__ = "0.1.0"
 
 
 def init(project=None, name=None, id=None, group=None, tags=None, config=None, server=None,
-         api_key=None, mode=None, resume=False, system_metrics=True, **options):
+         api_key=None, mode=None, resume=False, system_metrics=True, rank=None, world_size=None,
+         local_rank=None, host=None, gpu=None, **options):
     """Starts a run and makes it the current one (`trainwatch.run`); returns the Run. A run
     started earlier stays open (and current again once this one finishes).
 
@@ -36,6 +37,13 @@ def init(project=None, name=None, id=None, group=None, tags=None, config=None, s
         values that are not JSON their str().
     server, api_key, mode ("online" or "offline"): default from the environment (module doc).
     system_metrics: True (CPU/memory/GPU/... every second), False, or an interval in seconds.
+    rank, world_size, local_rank, host, gpu: this process's place in a distributed job, default
+        from torch.distributed (once initialised) or the launcher's environment (RANK, WORLD_SIZE,
+        LOCAL_RANK, SLURM_PROCID, ...). Every rank of a job joins one run: the id defaults to
+        TRAINWATCH_RUN_ID, else the launcher's job id, else one the ranks agree on at init (see
+        trainwatch._distributed and docs/distributed.md). Rank 0 sends the run's name, config,
+        tags and graph; every rank its own points, heartbeats and status. gpu: the NVML index of
+        the rank's GPU (default: its CUDA device); local rank 0 samples the host's CPU and memory.
     options: fields of the C++ ClientOptions (flush_timeout_seconds, transport="http", spool_dir,
         batch_max_delay_seconds, tls_ca_file, tls_cert_file, tls_key_file, ...) and RunOptions
         (nvml_library); see client.h. An https:// server is spoken to over TLS only; an API key is
@@ -50,13 +58,19 @@ def init(project=None, name=None, id=None, group=None, tags=None, config=None, s
     client_options = _settings.client_options(server=server, api_key=api_key, mode=mode,
                                               **client_kw)
     config_object = _jsonable.to_json_object(config)
+    rank_info = _distributed.detect(rank=rank, world_size=world_size, local_rank=local_rank,
+                                    host=host, gpu=gpu)
+    if id is None:
+        from ._run import _warn
+        id = _distributed.shared_run_id(rank_info, warn=lambda message: _warn(message, 5))
     run_options = _settings.run_options(
         project=project, id=id, name=name, group=group, tags=tags,
         config_json=_jsonable.dumps(config_object) if config_object else "", resume=resume,
-        system_metrics=system_metrics, **run_kw)
+        system_metrics=system_metrics, rank_info=rank_info, **run_kw)
     client = _trainwatch.Client(client_options)
     native = client.start_run(run_options)
-    run = Run(client, native, client_options, config_object, on_finish=_session.forget)
+    run = Run(client, native, client_options, config_object, on_finish=_session.forget,
+              rank_info=rank_info)
     _session.adopt(run)
     run._report_warnings()
     return run
@@ -98,15 +112,18 @@ def finish(status="finished"):
 
 
 def watch(model, run=None, log_every=1, hist_every=100, per_layer=True, params=True,
-          update_ratio=True, graph=True, bins=64, stop_on=()):
+          update_ratio=True, graph=True, bins=64, stop_on=(), comm_hook=None, comm_state=None):
     """Watches a torch.nn.Module's gradients and weights; see trainwatch.torch.watch and the
     metric names in sdk/python/README.md. Imports torch (only this function needs it).
     stop_on: alert kinds (e.g. ["nan", "divergence", "grad_explosion"]) that make the run's
-    should_stop() true once one fires (Run.stop_on)."""
+    should_stop() true once one fires (Run.stop_on). Under DistributedDataParallel (pass the
+    wrapper) also dist/step_time and dist/time_to_collective per rank; comm_hook, comm_state: a
+    DDP communication hook to wrap instead of the default all-reduce."""
     from . import torch as _torch
     return _torch.watch(model, run=run, log_every=log_every, hist_every=hist_every,
                         per_layer=per_layer, params=params, update_ratio=update_ratio,
-                        graph=graph, bins=bins, stop_on=stop_on)
+                        graph=graph, bins=bins, stop_on=stop_on, comm_hook=comm_hook,
+                        comm_state=comm_state)
 
 
 def log_step(metrics=None, step=None, **more):

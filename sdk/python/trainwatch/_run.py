@@ -65,7 +65,7 @@ class Run:
     exception is leaving the block, else "finished".
     """
 
-    def __init__(self, client, native, options, config, on_finish=None):
+    def __init__(self, client, native, options, config, on_finish=None, rank_info=None):
         self._client = client  # _trainwatch.Client, owned by this run (closed by finish())
         self._native = native  # _trainwatch.Run
         self._native_log = native.log
@@ -87,6 +87,7 @@ class Run:
         self._stop_step = None     # the step at which should_stop() first answered True
         self._stop_recorded = False
         self._timers = None        # _loop.StepTimers, made by the first timer()
+        self._rank_info = rank_info  # _distributed.RankInfo of a distributed job's rank, or None
 
     # -- identity ---------------------------------------------------------------------------------
 
@@ -97,6 +98,17 @@ class Run:
     @property
     def id(self):
         return self._native.id
+
+    @property
+    def rank_info(self):
+        """This process's RankInfo (rank, world_size, local_rank, host, gpu_index) when it is a
+        rank of a distributed job, else None."""
+        return self._rank_info
+
+    @property
+    def rank(self):
+        """This process's rank in a distributed job, else None."""
+        return None if self._rank_info is None else self._rank_info.rank
 
     @property
     def step(self):
@@ -492,8 +504,9 @@ class Run:
         return False
 
     def __repr__(self):
-        return "<trainwatch.Run %s/%s step=%d%s>" % (
-            self.project, self.id, self._step, " finished" if self._finished else "")
+        return "<trainwatch.Run %s/%s%s step=%d%s>" % (
+            self.project, self.id, "" if self._rank_info is None else " rank=%d" % self.rank,
+            self._step, " finished" if self._finished else "")
 
 
 def _describe(value):

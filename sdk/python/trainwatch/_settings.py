@@ -89,10 +89,19 @@ def _check_tls_files(o):
 
 
 def run_options(project=None, id=None, name=None, group=None, tags=None, config_json="",
-                resume=False, system_metrics=True, **options):
+                resume=False, system_metrics=True, rank_info=None, **options):
     """RunOptions for init()'s arguments. `system_metrics`: True (every second), False, or an
-    interval in seconds."""
+    interval in seconds. `rank_info`: a _distributed.RankInfo for a rank of a distributed job:
+    its batches carry it, its host's local rank 0 samples the machine, each rank its own GPU."""
     o = _trainwatch.RunOptions()
+    if rank_info is not None:
+        o.rank.rank = rank_info.rank
+        o.rank.world_size = rank_info.world_size
+        o.rank.local_rank = rank_info.local_rank
+        o.rank.host = rank_info.host
+        o.machine_metrics = rank_info.local_rank == 0
+        o.gpu_metrics = rank_info.gpu_index >= 0
+        o.gpu_index = rank_info.gpu_index
     o.project = project or _env("TRAINWATCH_PROJECT") or ""
     o.id = "" if id is None else str(id)
     o.name = "" if name is None else str(name)

@@ -29,10 +29,16 @@ at the first forward after the optimizer changed them (the parameters' version c
 Histograms (torch.histc) read each tensor's range back from the device on those passes only.
 
 What it costs is measured by bench/sdk_python_bench.py; see sdk/python/README.md.
+
+Under DistributedDataParallel (watch the DDP wrapper) it also logs, per rank and step,
+dist/step_time and dist/time_to_collective (CollectiveTimer, docs/distributed.md): a DDP
+communication hook that wraps the default all-reduce (or the hook given as comm_hook) notes when
+the rank's first gradient bucket reaches it; no sync is added and nothing waits.
 """
 import json
 import math
 import operator
+import time
 import warnings
 
 import torch
@@ -45,7 +51,7 @@ ROOT_LAYER = "_root"
 
 
 def watch(model, run=None, log_every=1, hist_every=100, per_layer=True, params=True,
-          update_ratio=True, graph=True, bins=64, stop_on=()):
+          update_ratio=True, graph=True, bins=64, stop_on=(), comm_hook=None, comm_state=None):
     """Watches `model` (a torch.nn.Module) and logs to `run` (default: the current run).
 
     log_every: gradient norms every this many backward passes (0: never).
@@ -53,6 +59,10 @@ def watch(model, run=None, log_every=1, hist_every=100, per_layer=True, params=T
         (0: never). per_layer: also per-layer norms. params: parameter norms and weight
         histograms. update_ratio: ||dw||/||w||. graph: send the module tree once.
     stop_on: alert kinds or rule names after which run.should_stop() is true (Run.stop_on).
+    Under DistributedDataParallel (pass the DDP wrapper; names are those of its .module):
+    dist/step_time and dist/time_to_collective per rank and step, timed by a communication hook
+    registered on it that wraps `comm_hook(comm_state, bucket)` (default: DDP's all-reduce; pass
+    yours here instead of registering it, DDP takes one hook).
     Returns a Watch; `.remove()` stops watching (the run's finish() does too). Never raises
     from inside the training loop: a failing measurement warns once and is switched off."""
     if run is None:
@@ -64,7 +74,16 @@ def watch(model, run=None, log_every=1, hist_every=100, per_layer=True, params=T
         return Watch(model, None, 0, 0, per_layer, params, update_ratio, False, bins)
     if stop_on:
         run.stop_on(stop_on)
-    return Watch(model, run, log_every, hist_every, per_layer, params, update_ratio, graph, bins)
+    return Watch(model, run, log_every, hist_every, per_layer, params, update_ratio, graph, bins,
+                 comm_hook, comm_state)
+
+
+def _ddp_class():
+    try:
+        from torch.nn.parallel import DistributedDataParallel
+        return DistributedDataParallel
+    except ImportError:  # a torch without distributed support
+        return None
 
 
 def module_graph(model):
@@ -87,8 +106,13 @@ class Watch:
     one backward pass run before the next forward pass."""
 
     def __init__(self, model, run, log_every, hist_every, per_layer, params, update_ratio, graph,
-                 bins):
+                 bins, comm_hook=None, comm_state=None):
         self._run = run
+        self._collective = None     # CollectiveTimer under DistributedDataParallel
+        ddp = _ddp_class()
+        wrapper = model if ddp is not None and isinstance(model, ddp) else None
+        if wrapper is not None:
+            model = wrapper.module  # names without DDP's "module." prefix
         self._log_every = int(log_every or 0)
         self._hist_every = int(hist_every or 0)
         self._per_layer = per_layer
@@ -143,10 +167,13 @@ class Watch:
                 run.set_graph(json.dumps(module_graph(model), separators=(",", ":")))
             except Exception as e:
                 self._warn("graph not sent", e)
+        if wrapper is not None:
+            self._collective = CollectiveTimer(wrapper, run, comm_hook, comm_state)
         if self._log_every or self._hist_every:
             for p in self._params:
                 self._handles.append(p.register_hook(self._on_grad))
-            self._handles.append(model.register_forward_pre_hook(self._on_forward))
+            hooked = wrapper if wrapper is not None else model
+            self._handles.append(hooked.register_forward_pre_hook(self._on_forward))
         run._add_finish_hook(self.remove)
 
     # -- hooks ------------------------------------------------------------------------------------
@@ -357,6 +384,9 @@ class Watch:
         for handle in self._handles:
             handle.remove()
         self._handles = []
+        if self._collective is not None:
+            self._collective.remove()
+            self._collective = None
         run = self._run
         if run is None:
             return
@@ -369,6 +399,92 @@ class Watch:
     def _warn(self, what, error):
         warnings.warn("trainwatch.watch: %s: %s: %s" % (what, type(error).__name__, error),
                       TrainwatchWarning, stacklevel=2)
+
+
+class CollectiveTimer:
+    """dist/step_time and dist/time_to_collective of one rank under DistributedDataParallel.
+
+    A step starts when the rank's previous step finished synchronising its gradients (the
+    all-reduce of its last bucket completed: the ranks leave it together), or at the forward pass
+    of the first step (and of the first after a forward without gradients, an evaluation). Its
+    time to collective ends when the rank's first gradient bucket of the step reaches the
+    all-reduce: optimizer step, data loading, forward and the rank's share of backward, the work a
+    rank does alone; a slow rank has a large value, the ranks that wait for it normal ones and the
+    same long step time. Passes under no_sync() reach no collective and belong to the step of the
+    next one that does. On GPUs the times are those of the host (when the rank queued the work).
+
+    The values are logged at the run's current step by the next forward pass (or remove()), like
+    Watch's. The hook only reads a clock and wraps the all-reduce future: no sync, no wait.
+    DDP has no way to remove a communication hook: after remove() it only forwards to the inner
+    hook."""
+
+    def __init__(self, ddp_model, run, comm_hook=None, comm_state=None):
+        self._run = run
+        self._start = None       # perf_counter() when the current step started
+        self._first = None       # ... when its first bucket reached the all-reduce
+        self._pending = None     # (step_time, time_to_collective) not logged yet
+        self._last_step = -1
+        if comm_hook is None:
+            from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+            comm_hook, comm_state = default_hooks.allreduce_hook, ddp_model.process_group
+        self._inner = comm_hook
+        self._handle = ddp_model.register_forward_pre_hook(self._on_forward)
+        try:
+            ddp_model.register_comm_hook(comm_state, self._comm_hook)
+        except Exception as e:  # e.g. a hook registered already: step times only
+            self._inner = None
+            warnings.warn("trainwatch.watch: dist/time_to_collective and dist/step_time are off "
+                          "(%s: %s); pass your communication hook as watch(comm_hook=...) instead "
+                          "of registering it" % (type(e).__name__, e), TrainwatchWarning, stacklevel=4)
+            self.remove()
+
+    def _on_forward(self, module, inputs):
+        if not torch.is_grad_enabled():
+            self._start = None  # evaluation: the next training step starts at its forward
+            return
+        if self._start is None:
+            self._start = time.perf_counter()
+        if self._pending is not None:
+            self._flush()
+
+    def _comm_hook(self, state, bucket):
+        if self._first is None:
+            self._first = time.perf_counter()
+        future = self._inner(state, bucket)
+        if self._run is not None and bucket.is_last():
+            return future.then(self._on_synchronised)
+        return future
+
+    def _on_synchronised(self, future):
+        # On the thread that completed the all-reduce; the training thread waits for this future
+        # (DDP's end of backward) before it reads what is set here.
+        end = time.perf_counter()
+        start, first = self._start, self._first
+        if start is not None and first is not None:
+            self._pending = (end - start, max(first - start, 0.0))
+        self._start, self._first = end, None
+        return future.value()
+
+    def _flush(self, final=False):
+        run = self._run
+        step = run.step
+        if step < 0 and final:
+            step = 0
+        if step <= self._last_step:
+            return  # keep the newest values for the run's next step
+        step_time, to_collective = self._pending
+        self._pending = None
+        self._last_step = step
+        run._log_at({"dist/step_time": step_time, "dist/time_to_collective": to_collective}, step)
+
+    def remove(self):
+        """Stops timing; logs what is pending. Idempotent."""
+        if self._handle is not None:
+            self._handle.remove()
+            self._handle = None
+        if self._run is not None and self._pending is not None:
+            self._flush(final=True)
+        self._run = None
 
 
 def histogram(t, bins):

@@ -118,6 +118,17 @@ struct ClientOptions {
   std::function<void(WarningKind, const std::string&)> on_warning;
 };
 
+// Which rank of a distributed job (torch.distributed, ...) writes a run: docs/distributed.md. Every
+// rank of the job starts the run with the same id and its own RankOptions; each batch the client
+// sends for the run (rows, system samples, histograms, images, texts, metadata, heartbeats) carries
+// them as RunBatch.rank, so the server keeps the ranks' points apart under one run.
+struct RankOptions {
+  int rank = -1;  // torch.distributed's global rank, 0 .. world_size-1; < 0: not distributed
+  uint32_t world_size = 0;  // 0: unknown
+  uint32_t local_rank = 0;  // the rank's index on its host
+  std::string host;         // empty: this machine's host name
+};
+
 struct RunOptions {
   std::string project;  // empty: "default"
   std::string id;       // the run's id; empty: a new unique id
@@ -131,6 +142,20 @@ struct RunOptions {
   double system_metrics_interval_seconds = 1;
   // Loaded with dlopen; absent means no GPU series and no error.
   std::string nvml_library = "libnvidia-ml.so.1";
+  // What the sampler logs. Series of this process (system/process_*) always; the machine's (CPU,
+  // memory, disk, network) when `machine_metrics`: in a distributed job one rank per host
+  // (local rank 0) logs them. GPUs when `gpu_metrics`: with gpu_index < 0 every GPU NVML reports,
+  // as system/gpu/<i>/<name>; with gpu_index >= 0 only that NVML device, as system/gpu/<name> (a
+  // rank's own GPU: one series name across the ranks of a job).
+  bool machine_metrics = true;
+  bool gpu_metrics = true;
+  int gpu_index = -1;
+
+  // Set for a run written by one rank of a distributed job. A rank other than 0 sends none of the
+  // run's metadata (name, group, tags, config, graph, start time: SetConfig, SetTags and SetGraph
+  // do nothing there), only its own status: "running" at the start, Finish()'s at the end; the
+  // server applies those to the rank, rank 0's to the run.
+  RankOptions rank;
 };
 
 struct Metric {
@@ -145,18 +170,18 @@ struct HistogramBuckets {
 };
 
 struct ClientStats {
-  uint64_t points_logged = 0;     // accepted by Log()
-  uint64_t points_acked = 0;      // acknowledged by the server (durable there)
-  uint64_t points_dropped = 0;    // lost to the overflow policy
-  uint64_t points_spooled = 0;    // written to the spool (perhaps sent later)
-  uint64_t batches_sent = 0;      // including resends
+  uint64_t points_logged = 0;   // accepted by Log()
+  uint64_t points_acked = 0;    // acknowledged by the server (durable there)
+  uint64_t points_dropped = 0;  // lost to the overflow policy
+  uint64_t points_spooled = 0;  // written to the spool (perhaps sent later)
+  uint64_t batches_sent = 0;    // including resends
   uint64_t batches_acked = 0;
-  uint64_t batches_duplicate = 0; // acked as already applied (a resend after a lost ack)
+  uint64_t batches_duplicate = 0;  // acked as already applied (a resend after a lost ack)
   uint64_t reconnects = 0;
-  uint64_t spool_bytes = 0;       // now on disk
-  uint64_t memory_bytes = 0;      // batches now held in memory
+  uint64_t spool_bytes = 0;   // now on disk
+  uint64_t memory_bytes = 0;  // batches now held in memory
   bool connected = false;
-  std::string transport;          // "grpc", "http" or "" while unconnected
+  std::string transport;  // "grpc", "http" or "" while unconnected
   std::string last_error;
 };
 
@@ -207,11 +232,12 @@ class Run {
   // Samples of the machine (system/...): indexed by sample number, outside the step clock.
   void LogSampled(int64_t sample, std::span<const Metric> metrics, double unix_time);
   void LogHistogram(int64_t step, std::string_view name, HistogramBuckets histogram);
-  void LogHistogram(int64_t step, std::string_view name, HistogramBuckets histogram, double unix_time);
+  void LogHistogram(int64_t step, std::string_view name, HistogramBuckets histogram,
+                    double unix_time);
   // An encoded image (PNG, JPEG, GIF or WebP bytes) of tag `name` at `step`; `index` tells apart
   // several images of one tag and step. The server refuses images over its size limit (a warning).
-  void LogImage(int64_t step, std::string_view name, std::string encoded, std::string_view caption = {},
-                uint32_t index = 0);
+  void LogImage(int64_t step, std::string_view name, std::string encoded,
+                std::string_view caption = {}, uint32_t index = 0);
   void LogImage(int64_t step, std::string_view name, std::string encoded, std::string_view caption,
                 uint32_t index, double unix_time);
   void LogText(int64_t step, std::string_view name, std::string_view text);

@@ -64,7 +64,11 @@ SystemSampler::SystemSampler(SystemSamplerOptions options)
     : options_(std::move(options)),
       clock_ticks_per_second_(SysconfOr(_SC_CLK_TCK, kDefaultClockTicksPerSecond)),
       page_size_bytes_(static_cast<uint64_t>(SysconfOr(_SC_PAGESIZE, kDefaultPageSizeBytes))) {
-  nvml_ = Nvml::Open(options_.nvml_library, &gpu_error_);
+  if (options_.gpus) {
+    nvml_ = Nvml::Open(options_.nvml_library, &gpu_error_);
+  } else {
+    gpu_error_ = "GPU series are off";
+  }
 }
 
 SystemSampler::~SystemSampler() = default;
@@ -89,7 +93,8 @@ void SystemSampler::AppendProcSeries(const ProcSnapshot& now, double elapsed_sec
   const bool rates = has_previous_ && elapsed_seconds > 0;
   const ProcSnapshot& then = previous_;
 
-  if (rates && then.machine_cpu && now.machine_cpu &&
+  const bool machine = options_.machine;
+  if (machine && rates && then.machine_cpu && now.machine_cpu &&
       now.machine_cpu->total_ticks > then.machine_cpu->total_ticks) {
     // Signed: iowait, hence busy, is known to step backwards on some kernels.
     double busy = static_cast<double>(now.machine_cpu->busy_ticks) -
@@ -104,7 +109,7 @@ void SystemSampler::AppendProcSeries(const ProcSnapshot& now, double elapsed_sec
                          clock_ticks_per_second_;
     out->emplace_back(kProcessCpuPercent, cpu_seconds / elapsed_seconds * kPercent);
   }
-  if (now.memory) {
+  if (machine && now.memory) {
     uint64_t used = now.memory->total_bytes - now.memory->available_bytes;
     out->emplace_back(kMemoryUsedBytes, static_cast<double>(used));
     out->emplace_back(kMemoryPercent, static_cast<double>(used) /
@@ -113,7 +118,7 @@ void SystemSampler::AppendProcSeries(const ProcSnapshot& now, double elapsed_sec
   if (now.process_rss_bytes) {
     out->emplace_back(kProcessRssBytes, static_cast<double>(*now.process_rss_bytes));
   }
-  if (rates) {
+  if (machine && rates) {
     AppendIoRates(then.disks, now.disks, elapsed_seconds, kDiskReadBytesPerSecond,
                   kDiskWriteBytesPerSecond, out);
     AppendIoRates(then.network, now.network, elapsed_seconds, kNetworkReceiveBytesPerSecond,
@@ -122,9 +127,10 @@ void SystemSampler::AppendProcSeries(const ProcSnapshot& now, double elapsed_sec
 }
 
 void SystemSampler::AppendGpuSeries(Series* out) const {
-  for (int i = 0; i < gpu_count(); ++i) {
+  const bool one = options_.gpu_index >= 0;
+  for (int i = one ? options_.gpu_index : 0; i < gpu_count(); ++i) {
     GpuReading gpu = nvml_->Read(i);
-    std::string prefix = kGpuPrefix + std::to_string(i) + "/";
+    std::string prefix = one ? std::string(kGpuPrefix) : kGpuPrefix + std::to_string(i) + "/";
     if (gpu.utilization_percent) {
       out->emplace_back(prefix + "utilization_percent", *gpu.utilization_percent);
     }
@@ -137,6 +143,7 @@ void SystemSampler::AppendGpuSeries(Series* out) const {
     }
     if (gpu.temperature_c) out->emplace_back(prefix + "temperature_c", *gpu.temperature_c);
     if (gpu.power_watts) out->emplace_back(prefix + "power_watts", *gpu.power_watts);
+    if (one) break;
   }
 }
 

@@ -21,6 +21,11 @@
 //   system/gpu/<i>/temperature_c               deg C    NVML nvmlDeviceGetTemperature (GPU die)
 //   system/gpu/<i>/power_watts                 W        NVML nvmlDeviceGetPowerUsage (board)
 //
+// Options choose among them: `machine` (cpu_percent, memory_*, disk_*, network_*: the machine's,
+// which one rank per host of a distributed job logs), `gpus`, and with gpu_index >= 0 only that
+// NVML device, named system/gpu/<name> without the index (a rank's own GPU: the same series name
+// on every rank). system/process_* are always there.
+//
 // Disk rates are machine-wide over whole physical disks (partitions, loop/ram/zram and stacked
 // dm-/md devices are left out; see ParseDiskstats); network rates are over every interface of the
 // process's network namespace except lo. A disk or interface that appeared, vanished or whose
@@ -50,6 +55,9 @@ struct SystemSamplerOptions {
   std::string proc_root = "/proc";                 // tests point this at a fake tree
   std::string nvml_library = "libnvidia-ml.so.1";  // dlopen'ed; absent => no GPU series, no error
   int pid = 0;                                     // 0: this process
+  bool machine = true;  // the machine-wide series (see above); false: only process and GPU series
+  bool gpus = true;     // false: no GPU series (NVML is not loaded)
+  int gpu_index = -1;  // < 0: every GPU, as system/gpu/<i>/<name>; else that one, system/gpu/<name>
 };
 
 class SystemSampler {

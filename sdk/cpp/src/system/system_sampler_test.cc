@@ -199,6 +199,18 @@ TEST(SystemSamplerTest, SecondCallComputesRatesOverTheInterval) {
   EXPECT_EQ(series["system/network_send_bytes_per_second"], 200000.0);
 }
 
+TEST(SystemSamplerTest, WithoutMachineSeriesOnlyTheProcessIsSampled) {
+  TempDir proc;
+  WriteFirstReading(proc);
+  SystemSamplerOptions options = FakeProcOptions(proc);
+  options.machine = false;  // a rank that is not its host's local rank 0
+  SystemSampler sampler(options);
+  (void)sampler.Sample(100);
+  WriteSecondReading(proc);
+  EXPECT_THAT(ToMap(sampler.Sample(102)), UnorderedElementsAre(Key("system/process_cpu_percent"),
+                                                               Key("system/process_rss_bytes")));
+}
+
 TEST(SystemSamplerTest, NoRatesWhenTimeDoesNotAdvance) {
   TempDir proc;
   WriteFirstReading(proc);
@@ -313,6 +325,27 @@ TEST_F(NvmlTest, ReportsEveryValueOfEveryGpu) {
       {"system/gpu/1/power_watts", 101},
   };
   EXPECT_EQ(series, expected);
+}
+
+TEST_F(NvmlTest, OneGpuIsNamedWithoutItsIndex) {
+  SystemSampler sampler(
+      SystemSamplerOptions{.proc_root = proc_.path(), .nvml_library = kFakeNvml, .gpu_index = 1});
+  std::map<std::string, double> expected = {
+      {"system/gpu/utilization_percent", 15}, {"system/gpu/memory_used_bytes", 2 * kGiB},
+      {"system/gpu/memory_percent", 2.5},     {"system/gpu/temperature_c", 41},
+      {"system/gpu/power_watts", 101},
+  };
+  EXPECT_EQ(ToMap(sampler.Sample(1)), expected);
+}
+
+TEST_F(NvmlTest, AGpuIndexBeyondTheDevicesAndGpusOffGiveNoGpuSeries) {
+  SystemSampler beyond(
+      SystemSamplerOptions{.proc_root = proc_.path(), .nvml_library = kFakeNvml, .gpu_index = 2});
+  EXPECT_TRUE(beyond.Sample(1).empty());
+  SystemSampler off(
+      SystemSamplerOptions{.proc_root = proc_.path(), .nvml_library = kFakeNvml, .gpus = false});
+  EXPECT_EQ(off.gpu_count(), 0);
+  EXPECT_TRUE(off.Sample(1).empty());
 }
 
 TEST_F(NvmlTest, GpuCountComesFromNvml) {
