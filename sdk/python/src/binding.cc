@@ -11,7 +11,6 @@
 #include <array>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -19,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/mutex.h"
 #include "trainwatch/client.h"
 
 namespace py = pybind11;
@@ -33,8 +33,8 @@ class WarningQueue {
  public:
   static constexpr size_t kMaxQueued = 100;  // beyond this, warnings are counted, not kept
 
-  void Push(WarningKind kind, const std::string& message) {
-    std::lock_guard lock(mu_);
+  void Push(WarningKind kind, const std::string& message) TW_EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     if (messages_.size() < kMaxQueued) {
       messages_.emplace_back(kind, message);
     } else {
@@ -43,8 +43,8 @@ class WarningQueue {
   }
 
   // Everything queued so far, oldest first, then a note of how many did not fit.
-  std::vector<std::pair<WarningKind, std::string>> Take() {
-    std::lock_guard lock(mu_);
+  std::vector<std::pair<WarningKind, std::string>> Take() TW_EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     std::vector<std::pair<WarningKind, std::string>> taken = std::move(messages_);
     messages_.clear();
     if (overflowed_ > 0) {
@@ -56,10 +56,10 @@ class WarningQueue {
   }
 
  private:
-  std::mutex mu_;
-  std::vector<std::pair<WarningKind, std::string>> messages_;  // GUARDED_BY(mu_)
-  uint64_t overflowed_ = 0;                                    // GUARDED_BY(mu_)
-  WarningKind overflow_kind_{};  // GUARDED_BY(mu_): the kind of the first one not kept
+  Mutex mu_;
+  std::vector<std::pair<WarningKind, std::string>> messages_ TW_GUARDED_BY(mu_);
+  uint64_t overflowed_ TW_GUARDED_BY(mu_) = 0;
+  WarningKind overflow_kind_ TW_GUARDED_BY(mu_) = WarningKind{};  // the first one not kept
 };
 
 // The Python Client: a trainwatch::Client and the queue its warnings go to.
