@@ -29,12 +29,12 @@ using ::testing::HasSubstr;
 class FrozenNotifier final : public Notifier {
  public:
   struct Gate {
-    std::mutex mu;
+    Mutex mu;
     std::condition_variable cv;
-    bool open = false;  // GUARDED_BY(mu)
+    bool open TW_GUARDED_BY(mu) = false;
     void Release() {
       {
-        std::lock_guard lock(mu);
+        MutexLock lock(mu);
         open = true;
       }
       cv.notify_all();
@@ -43,8 +43,8 @@ class FrozenNotifier final : public Notifier {
   // `gate` must outlive the notifier.
   explicit FrozenNotifier(Gate& gate) : gate_(gate) {}
   Status Send(const Notification&) override {
-    std::unique_lock lock(gate_.mu);
-    gate_.cv.wait(lock, [&] { return gate_.open; });
+    MutexLock lock(gate_.mu);
+    gate_.cv.wait(lock.native(), [&]() TW_REQUIRES(gate_.mu) { return gate_.open; });
     return Status::Unavailable("frozen receiver: timed out");
   }
 

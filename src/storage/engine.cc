@@ -59,8 +59,9 @@ Engine::~Engine() {
 }
 
 Status Engine::LoadStore() {
-  TW_RETURN_IF_ERROR(
-      store_->runs().ForEachRun([&](std::string project, std::string id, std::string json) {
+  WriterMutexLock runs_lock(runs_mu_);  // nothing else runs yet: for the analysis
+  TW_RETURN_IF_ERROR(store_->runs().ForEachRun(
+      [&](std::string project, std::string id, std::string json) TW_REQUIRES(runs_mu_) {
         Result<nlohmann::json> j = ParseJson(json);
         if (!j.ok())
           return Status::Corruption("run record of " + project + "/" + id + ": " +
@@ -72,12 +73,15 @@ Status Engine::LoadStore() {
         return Status::Ok();
       }));
   TW_RETURN_IF_ERROR(LoadStepEntries());
-  TW_RETURN_IF_ERROR(store_->ForEachSeries([&](SeriesRecord record) {
+  TW_RETURN_IF_ERROR(store_->ForEachSeries([&](SeriesRecord record) TW_REQUIRES(runs_mu_) {
     auto series = std::make_unique<Series>(record.id, record.key);
-    series->gen = record.gen;
-    series->rewinds = std::move(record.rewinds);
-    series->flushed_lsn = record.flushed_lsn;
-    series->next_chunk_no = record.next_chunk_no;
+    {
+      WriterMutexLock series_lock(series->mu);
+      series->gen = record.gen;
+      series->rewinds = std::move(record.rewinds);
+      series->flushed_lsn = record.flushed_lsn;
+      series->next_chunk_no = record.next_chunk_no;
+    }
     RunKey rk = record.key.run_key();
     auto& run = runs_[rk];
     if (!run) {  // series written before its run record: rebuild a minimal one
@@ -94,9 +98,10 @@ Status Engine::LoadStore() {
     series_[record.id] = std::move(series);
     return Status::Ok();
   }));
-  TW_RETURN_IF_ERROR(store_->ForEachChunk([&](StoredChunk chunk) {
+  TW_RETURN_IF_ERROR(store_->ForEachChunk([&](StoredChunk chunk) TW_REQUIRES(runs_mu_) {
     auto it = series_.find(chunk.series_id);
     if (it == series_.end()) return Status::Ok();  // orphan of a deleted series
+    WriterMutexLock series_lock(it->second->mu);
     it->second->chunks.push_back(std::move(chunk.ref));
     return Status::Ok();
   }));
@@ -119,6 +124,7 @@ Status Engine::LoadStore() {
     }
   }
   for (auto& [id, series] : series_) {
+    WriterMutexLock series_lock(series->mu);
     for (ChunkRef& chunk : series->chunks) {
       for (const Rewind& r : series->rewinds) {
         if (r.gen > chunk.gen && !chunk.superseded && chunk.summary.last_step >= r.step) {
@@ -130,7 +136,10 @@ Status Engine::LoadStore() {
     series->has_latest = newest.has_value();
     if (newest) series->latest = *newest;
   }
-  for (auto& [id, series] : series_) series->PublishLatest();
+  for (auto& [id, series] : series_) {
+    WriterMutexLock series_lock(series->mu);
+    series->PublishLatest();
+  }
   // The time of a run's newest point is not persisted with every write: it is derived from the
   // chunks here, and replay brings it up to date.
   std::vector<Series*> all;
@@ -138,6 +147,7 @@ Status Engine::LoadStore() {
     all.clear();
     AllSeriesOf(*run, &all);
     for (const Series* series : all) {
+      ReaderMutexLock series_lock(series->mu);
       for (const ChunkRef& chunk : series->chunks) {
         run->info.last_write_time = std::max(run->info.last_write_time, chunk.summary.max_time);
       }
@@ -193,6 +203,7 @@ Status Engine::Replay() {
 Status Engine::LoadRanks() {
   TW_RETURN_IF_ERROR(store_->runs().ForEachRank(
       [&](std::string project, std::string id, uint32_t rank, std::string json) {
+        runs_mu_.AssertHeld();  // called synchronously, under LoadStore's runs_lock
         Result<nlohmann::json> j = ParseJson(json);
         if (!j.ok()) {
           return Status::Corruption("rank record " + std::to_string(rank) + " of " + project + "/" +
@@ -208,7 +219,9 @@ Status Engine::LoadRanks() {
   for (auto& [key, run] : runs_) {
     for (auto& [rank, state] : run->ranks) {
       Series* clock = SeriesAt(*run, kClockMetric, rank);
-      if (clock != nullptr && clock->has_latest && clock->latest.step >= state.last_step) {
+      if (clock == nullptr) continue;
+      ReaderMutexLock clock_lock(clock->mu);
+      if (clock->has_latest && clock->latest.step >= state.last_step) {
         state.last_step = clock->latest.step;
         state.last_write_time = std::max(state.last_write_time, clock->latest.time);
       }

@@ -243,8 +243,7 @@ class Engine {
     std::map<uint32_t, RankState> ranks;  // guarded by runs_mu_
   };
   // Interns `metric` in its project and files `series` under the id in `run` (under its rank).
-  // Caller holds runs_mu_.
-  void IndexSeries(Run& run, const std::string& metric, Series* series);
+  void IndexSeries(Run& run, const std::string& metric, Series* series) TW_REQUIRES(runs_mu_);
   // Every series of the run, of every rank. Caller holds runs_mu_.
   static void AllSeriesOf(const Run& run, std::vector<Series*>* out);
   // The run's series of `metric` at `rank`, or nullptr. Caller holds runs_mu_.
@@ -270,13 +269,12 @@ class Engine {
   // --- open (engine.cc) ---
   Status LoadStore();
   // Loads every per-step kind's summaries and the blob totals (engine_step_entries.cc).
-  Status LoadStepEntries();
-  // Creates a minimal run for data loaded before its run record. Caller holds runs_mu_ (or is
-  // Open).
-  void EnsureLoadedRun(const RunKey& key);
+  Status LoadStepEntries() TW_REQUIRES(runs_mu_);
+  // Creates a minimal run for data loaded before its run record.
+  void EnsureLoadedRun(const RunKey& key) TW_REQUIRES(runs_mu_);
   Status Replay();
   // Loads the ranks tables (after the series: a rank's newest step comes from its clock).
-  Status LoadRanks();
+  Status LoadRanks() TW_REQUIRES(runs_mu_);
   // Sets run.info's rank_count and world_size from the ranks table. Caller holds runs_mu_.
   static void UpdateRankCounts(Run& run);
 
@@ -304,19 +302,19 @@ class Engine {
   // Stores the batch's images and texts, replacing any at the same place (engine_media.cc).
   void ApplyImages(const v1::RunBatch& batch);
   void ApplyTexts(const v1::RunBatch& batch);
-  ApplyOutcome ApplyPoint(Series& series, const Point& p);
+  ApplyOutcome ApplyPoint(Series& series, const Point& p) TW_REQUIRES(series.mu);
   // Starts a new timeline at meta.rewind_step in every series of `run` (but the clock), or only
   // in those named in meta.rewind_series, that has a visible point there or later
   // (engine_rewind.cc).
   void ApplyRunRewind(uint64_t lsn, Run& run, const v1::RunMetadata& meta, WriteOutcome* outcome,
                       std::vector<Series*>* touched);
   // First write wins: a step the clock already has keeps its time.
-  void ApplyClockPoint(Series& clock, const Point& p);
+  void ApplyClockPoint(Series& clock, const Point& p) TW_REQUIRES(clock.mu);
   // Encodes one chunk of a seal job, without times when the run clock has them. Runs on the sealer.
   Result<std::string> EncodeForSeal(const Series& series, ChunkRef* chunk) const;
   Run& GetOrCreateRun(const std::string& project, const std::string& run, double first_time);
   Series& GetOrCreateSeries(Run& run, const std::string& metric, uint32_t rank = 0);
-  void Seal(Series& series, uint64_t lsn);  // caller holds series.mu exclusively
+  void Seal(Series& series, uint64_t lsn) TW_REQUIRES(series.mu);
   void SealerLoop();
   // Checkpoint's store part: waits for the sealer, syncs the store, then persists the writer
   // sequences and the checkpoint LSN (lsn + 1), synced.
@@ -338,16 +336,19 @@ class Engine {
   Result<PointsPtr> ChunkPoints(const Series& series, const ChunkRef& chunk) const;
   // Sets each point's time from the run clock (chunks sealed with times_from_clock).
   Status FillTimesFromClock(const Series& series, std::vector<Point>* points) const;
-  // Looks up the visible value at `step` in sealed chunks. Caller holds series.mu.
-  std::optional<Point> FindVisibleInChunks(const Series& series, int64_t step) const;
+  // Looks up the visible value at `step` in sealed chunks.
+  std::optional<Point> FindVisibleInChunks(const Series& series, int64_t step) const
+      TW_REQUIRES_SHARED(series.mu);
   // The visible point with the highest step, from the head and the chunks (engine_rewind.cc).
-  // Caller holds series.mu. A chunk that fails to decode is an error.
-  Result<std::optional<Point>> NewestVisible(const Series& series) const;
+  // A chunk that fails to decode is an error.
+  Result<std::optional<Point>> NewestVisible(const Series& series) const
+      TW_REQUIRES_SHARED(series.mu);
   // CollectVisible that stops once the first `max_points` points by step are known.
   Status CollectVisiblePage(const Series& series, int64_t from, int64_t to, size_t max_points,
-                            std::vector<Point>* out, std::optional<int64_t>* next_step) const;
+                            std::vector<Point>* out, std::optional<int64_t>* next_step) const
+      TW_REQUIRES_SHARED(series.mu);
   Status CollectVisible(const Series& series, int64_t from, int64_t to,
-                        std::vector<Point>* out) const;
+                        std::vector<Point>* out) const TW_REQUIRES_SHARED(series.mu);
 
   // --- per-step entries: histograms, images, texts (engine_step_entries.cc) ---
   // One kind's index: run -> name -> summary, mirroring the store's "H", "I" or "T" records.

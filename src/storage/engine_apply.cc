@@ -399,7 +399,8 @@ void Engine::Seal(Series& series, uint64_t lsn) {
   SealJob job;
   job.series = &series;
   // A superseded chunk is labelled with the generation its points belonged to.
-  auto make_chunk = [&](std::vector<Point> points, bool superseded, uint32_t gen) {
+  auto make_chunk = [&](std::vector<Point> points, bool superseded,
+                        uint32_t gen) TW_REQUIRES(series.mu) {
     ChunkRef chunk;
     chunk.chunk_no = series.next_chunk_no++;
     chunk.gen = gen;
@@ -412,7 +413,8 @@ void Engine::Seal(Series& series, uint64_t lsn) {
   // A big batch can leave a head longer than one chunk should be: cut it into equal pieces of at
   // least chunk_points (no short leftover, which would compress worse and cost a record of its
   // own).
-  auto make_chunks = [&](std::vector<Point>& points, bool superseded, uint32_t gen) {
+  auto make_chunks = [&](std::vector<Point>& points, bool superseded,
+                         uint32_t gen) TW_REQUIRES(series.mu) {
     if (points.empty()) return;
     const size_t target = std::max<size_t>(1, options_.chunk_points);
     const size_t pieces = std::max<size_t>(1, points.size() / target);

@@ -4,7 +4,7 @@
 namespace trainwatch::storage {
 namespace {
 
-SeriesRecord RecordOf(const Series& series) {
+SeriesRecord RecordOf(const Series& series) TW_REQUIRES_SHARED(series.mu) {
   SeriesRecord record;
   record.id = series.id();
   record.key = series.key();

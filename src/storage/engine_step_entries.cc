@@ -31,8 +31,8 @@ Status Engine::LoadStepEntries() {
   MutexLock lock(entries_mu_);
   for (StepEntryType type : kAllStepEntryTypes) {
     EntryIndex& index = entries_[static_cast<size_t>(type)];
-    TW_RETURN_IF_ERROR(
-        store_->entries(type).ForEachSummary([&](SeriesKey name, StepEntrySummary summary) {
+    TW_RETURN_IF_ERROR(store_->entries(type).ForEachSummary(
+        [&](SeriesKey name, StepEntrySummary summary) TW_REQUIRES(runs_mu_) {
           EnsureLoadedRun(name.run_key());
           index[name.run_key()][name.metric] = summary;
           return Status::Ok();
