@@ -1,11 +1,15 @@
 #include "storage/chunk_store.h"
 
 #include <algorithm>
+#include <cstdarg>
+#include <cstdio>
 
 #include <rocksdb/db.h>
+#include <rocksdb/listener.h>
 #include <rocksdb/options.h>
 #include <rocksdb/write_batch.h>
 
+#include "common/mutex.h"
 #include "storage/binary_io.h"
 #include "storage/store_internal.h"
 
@@ -15,6 +19,24 @@ namespace {
 using namespace store_internal;
 
 constexpr uint8_t kRecordVersion = 1;
+
+// RocksDB's informational log, warnings and errors only, to stderr (the server's log) rather than
+// to a LOG file in the store's directory: on a full disk RocksDB's writer of that file fails, and
+// Debian's RocksDB 7.8 (built with assertions) aborts the process on its next line.
+class StderrInfoLog final : public rocksdb::Logger {
+ public:
+  StderrInfoLog() : rocksdb::Logger(rocksdb::InfoLogLevel::WARN_LEVEL) {}
+  using rocksdb::Logger::Logv;
+  void Logv(const char* format, va_list ap) override {
+    char line[1024];
+    int n = std::vsnprintf(line, sizeof line, format, ap);
+    if (n < 0) return;
+    std::string out = "rocksdb: ";
+    out.append(line, std::min<size_t>(static_cast<size_t>(n), sizeof line - 1));
+    out += '\n';
+    std::fwrite(out.data(), 1, out.size(), stderr);  // one write: lines do not interleave
+  }
+};
 
 std::string SeriesKeyOf(SeriesId id) {
   std::string k = "s";
@@ -113,8 +135,40 @@ bool DecodeChunkHeader(std::string_view data, ChunkRef* c) {
 
 }  // namespace
 
-ChunkStore::ChunkStore(std::unique_ptr<rocksdb::DB> db)
-    : db_(std::move(db)), runs_(*db_), blobs_(*db_), writers_(*db_), checkpoint_(*db_) {
+// Turns RocksDB's automatic recovery from a failed write off (the engine resumes the store on its
+// own clock, through Resume) and remembers a failed write of RocksDB's own log, from which Resume
+// refuses to resume (chunk_store.h).
+class ChunkStore::ErrorListener final : public rocksdb::EventListener {
+ public:
+  void OnBackgroundError(rocksdb::BackgroundErrorReason reason, rocksdb::Status* error) override {
+    if (reason != rocksdb::BackgroundErrorReason::kWriteCallback &&
+        reason != rocksdb::BackgroundErrorReason::kMemTable) {
+      return;
+    }
+    MutexLock lock(mu_);
+    if (log_error_.ok()) log_error_ = FromRocks(*error, "writing RocksDB's own log");
+  }
+  void OnErrorRecoveryBegin(rocksdb::BackgroundErrorReason, rocksdb::Status,
+                            bool* auto_recovery) override {
+    *auto_recovery = false;
+  }
+  Status log_error() const {
+    MutexLock lock(mu_);
+    return log_error_;
+  }
+
+ private:
+  mutable Mutex mu_;
+  Status log_error_ TW_GUARDED_BY(mu_);
+};
+
+ChunkStore::ChunkStore(std::unique_ptr<rocksdb::DB> db, std::shared_ptr<ErrorListener> listener)
+    : listener_(std::move(listener)),
+      db_(std::move(db)),
+      runs_(*db_),
+      blobs_(*db_),
+      writers_(*db_),
+      checkpoint_(*db_) {
   for (StepEntryType type : kAllStepEntryTypes) {
     const StepEntryKind& kind = KindOf(type);
     entries_[static_cast<size_t>(type)] =
@@ -132,15 +186,27 @@ Result<std::unique_ptr<ChunkStore>> ChunkStore::Open(const std::string& dir,
   options.create_if_missing = true;
   options.compression = rocksdb::kNoCompression;  // chunks are compressed by their own codec
   options.max_background_jobs = 2;
-  options.keep_log_file_num = 3;
   options.max_open_files = 512;
+  options.info_log = std::make_shared<StderrInfoLog>();
+  // A failed write is resumed by the engine, on its clock (Resume), not by RocksDB's own threads.
+  auto listener = std::make_shared<ErrorListener>();
+  options.listeners.push_back(listener);
+  options.max_bgerror_resume_count = 0;
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(options, dir, &raw);
   if (!s.ok()) return FromRocks(s, "opening store " + dir);
-  return std::unique_ptr<ChunkStore>(new ChunkStore(std::unique_ptr<rocksdb::DB>(raw)));
+  return std::unique_ptr<ChunkStore>(
+      new ChunkStore(std::unique_ptr<rocksdb::DB>(raw), std::move(listener)));
 }
 
-Status ChunkStore::Resume() { return FromRocks(db_->Resume(), "resuming store"); }
+Status ChunkStore::Resume() {
+  if (Status log = listener_->log_error(); !log.ok()) {
+    return log.WithContext(
+        "the store cannot resume after a failed write of RocksDB's own log; restart the server "
+        "(its log's replay rebuilds what the store missed)");
+  }
+  return FromRocks(db_->Resume(), "resuming store");
+}
 
 Status ChunkStore::PutSeal(const SeriesRecord& series, const std::vector<StoredChunk>& chunks,
                            const std::vector<std::string>& encoded) {

@@ -106,8 +106,13 @@ class ChunkStore {
   // Makes every write so far durable.
   Status Sync();
   // After a failed write (a full disk, EIO) RocksDB refuses every write until it is resumed; this
-  // resumes it (flushing what the failure left in memory). OK when there was nothing to resume;
-  // else the error that still stands.
+  // resumes it (flushing what the failure left in memory): the engine's sealer calls it on its
+  // clock (RocksDB's own automatic recovery is off). OK when there was nothing to resume; else the
+  // error that still stands. After a failed write of RocksDB's own log (WAL append or sync) it
+  // refuses, with that error: RocksDB 7.8 would resume without leaving the failed log file when its
+  // memtable was empty, and the next write would fail for good (abort the process, in Debian's
+  // build, on an assertion). Only a restart recovers the store then; the replay of the trainwatch
+  // log rebuilds what it missed.
   Status Resume();
   // Bytes of the database files on disk (live SST + memtables' WAL).
   uint64_t DiskBytes() const;
@@ -115,7 +120,9 @@ class ChunkStore {
   Status CompactAll();
 
  private:
-  explicit ChunkStore(std::unique_ptr<rocksdb::DB> db);
+  class ErrorListener;
+  ChunkStore(std::unique_ptr<rocksdb::DB> db, std::shared_ptr<ErrorListener> listener);
+  std::shared_ptr<ErrorListener> listener_;  // the failed writes RocksDB reported
   std::unique_ptr<rocksdb::DB> db_;
   RunCatalog runs_;
   BlobStore blobs_;

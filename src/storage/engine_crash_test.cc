@@ -350,11 +350,12 @@ TEST_F(EngineDiskFaultTest, LogIoErrorRefusesWithUnavailableAndResumes) {
   ExpectBatches(3);
 }
 
-// The store's disk fills or fails: writes still go to the log and memory (acknowledged), the
-// sealer keeps the refused seal and retries it on the clock, checkpoints are refused (the log
-// keeps everything) and StoreHealth says why. RocksDB cannot resume in the same process after a
-// failed write of its own log (Resume() returns the error again), so the store comes back with
-// the next start: the log's replay then rebuilds what the store missed, and every point is there.
+// The store's disk fills or fails under RocksDB's own log: writes still go to the log and memory
+// (acknowledged), the sealer keeps the refused seal and retries it on the clock, checkpoints are
+// refused (the log keeps everything) and StoreHealth says why. The store does not resume in the
+// same process after a failed write of RocksDB's own log (ChunkStore::Resume refuses: RocksDB 7.8
+// could keep writing to the failed log file), so it comes back with the next start: the log's
+// replay then rebuilds what the store missed, and every point is there.
 void StoreFaultThenRestart(EngineDiskFaultTest& t, rocksdb::IOStatus injected, StatusCode code) {
   t.Open();
   uint64_t seq = 0;
@@ -382,6 +383,44 @@ void StoreFaultThenRestart(EngineDiskFaultTest& t, rocksdb::IOStatus injected, S
   t.ExpectBatches(seq);
   t.Open();
   t.ExpectBatches(seq);
+}
+
+// The store's disk fills under its table files only (a memtable flush fails; RocksDB's own log
+// still takes writes): RocksDB stops taking writes, seals wait and checkpoints are refused as
+// above, and once the disk takes writes again the sealer's next retry resumes the store in the
+// same process: no restart. Every point is there, before and after a restart. (EIO there is fatal
+// to RocksDB 7.8, as under its own log: a restart recovers it, as in the test below.)
+void StoreTableFaultResumesInProcess(EngineDiskFaultTest& t, rocksdb::IOStatus injected,
+                                     StatusCode code) {
+  t.Open();
+  uint64_t seq = 0;
+  for (; seq < 2; ++seq) ASSERT_TRUE(t.Write(seq + 1).ok());
+  ASSERT_TRUE(t.engine_->Checkpoint().ok());  // the seals are in the store's memtable
+  t.rocks_fs_->SetWriteError(injected, ".sst");
+  Status flush = t.engine_->CompactStore();  // flushes the memtable: its table file is refused
+  EXPECT_EQ(flush.code(), code) << flush.ToString();
+  for (; seq < 6; ++seq) ASSERT_TRUE(t.Write(seq + 1).ok()) << "the log still takes writes";
+  Status checkpoint = t.engine_->Checkpoint();
+  EXPECT_EQ(checkpoint.code(), code) << checkpoint.ToString();
+  EXPECT_EQ(t.engine_->StoreHealth().code(), code) << t.engine_->StoreHealth().ToString();
+  t.ExpectBatches(seq);
+
+  t.rocks_fs_->SetWriteError(rocksdb::IOStatus::OK());
+  t.clock_.AwaitWaiters(3);  // the sealer's retry, the log's writer and the checkpointer
+  t.clock_.Advance(1);       // the retry: Resume() flushes the memtable, the seal lands
+  t.engine_->WaitForSealer();
+  EXPECT_TRUE(t.engine_->StoreHealth().ok()) << t.engine_->StoreHealth().ToString();
+  Status after = t.engine_->Checkpoint();
+  EXPECT_TRUE(after.ok()) << after.ToString();
+  for (; seq < 8; ++seq) ASSERT_TRUE(t.Write(seq + 1).ok());
+  t.ExpectBatches(seq);
+  t.Open();
+  t.ExpectBatches(seq);
+}
+
+TEST_F(EngineDiskFaultTest, StoreTableFileFullDiskResumesWithoutARestart) {
+  StoreTableFaultResumesInProcess(*this, rocksdb::IOStatus::NoSpace("injected ENOSPC"),
+                                  StatusCode::kResourceExhausted);
 }
 
 TEST_F(EngineDiskFaultTest, StoreFullDiskHoldsCheckpointsAndARestartRecoversEverything) {

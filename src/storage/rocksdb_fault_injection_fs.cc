@@ -181,7 +181,7 @@ IOStatus FaultInjectionRocksFs::FileAppend(File& file, const rocksdb::Slice& dat
                                            const IOOptions& options, IODebugContext* dbg) {
   MutexLock lock(mu_);
   if (!AliveLocked(file.generation())) return Discarded();
-  if (!write_error_.ok()) return InjectedLocked();
+  if (RefusesLocked(file.path())) return InjectedLocked();
   return file.target()->Append(data, options, dbg);
 }
 
@@ -191,7 +191,7 @@ IOStatus FaultInjectionRocksFs::FileSync(File& file, bool full, const IOOptions&
   {
     MutexLock lock(mu_);
     if (!AliveLocked(file.generation())) return Discarded();
-    if (!write_error_.ok()) return InjectedLocked();
+    if (RefusesLocked(file.path())) return InjectedLocked();
     size = file.target()->GetFileSize(options, dbg);
   }
   // The sync is recorded, not performed: only Crash() decides what survives, and tests of many
@@ -247,7 +247,7 @@ IOStatus FaultInjectionRocksFs::NewWritableFile(const std::string& f,
     *r = std::make_unique<DiscardingFile>();
     return Discarded();
   }
-  if (!write_error_.ok()) return InjectedLocked();
+  if (RefusesLocked(f)) return InjectedLocked();
   const bool existed = target_->FileExists(f, IOOptions(), dbg).ok();
   std::unique_ptr<rocksdb::FSWritableFile> base;
   IOStatus s = target_->NewWritableFile(f, WithoutFallocate(options), &base, dbg);
@@ -266,7 +266,7 @@ IOStatus FaultInjectionRocksFs::ReopenWritableFile(const std::string& f,
     *r = std::make_unique<DiscardingFile>();
     return Discarded();
   }
-  if (!write_error_.ok()) return InjectedLocked();
+  if (RefusesLocked(f)) return InjectedLocked();
   const bool existed = target_->FileExists(f, IOOptions(), dbg).ok();
   std::unique_ptr<rocksdb::FSWritableFile> base;
   IOStatus s = target_->ReopenWritableFile(f, WithoutFallocate(options), &base, dbg);
@@ -446,9 +446,16 @@ void FaultInjectionRocksFs::Restart() {
   down_ = false;
 }
 
-void FaultInjectionRocksFs::SetWriteError(IOStatus error) {
+void FaultInjectionRocksFs::SetWriteError(IOStatus error, std::string only_suffix) {
   MutexLock lock(mu_);
   write_error_ = std::move(error);
+  write_error_suffix_ = std::move(only_suffix);
+}
+
+bool FaultInjectionRocksFs::RefusesLocked(const std::string& path) const {
+  return !write_error_.ok() && path.size() >= write_error_suffix_.size() &&
+         path.compare(path.size() - write_error_suffix_.size(), std::string::npos,
+                      write_error_suffix_) == 0;
 }
 
 uint64_t FaultInjectionRocksFs::RefusedWrites() const {

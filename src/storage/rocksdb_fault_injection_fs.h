@@ -58,8 +58,10 @@ class FaultInjectionRocksFs final : public rocksdb::FileSystemWrapper {
   void Restart();
 
   // While `error` is not OK, appends, syncs and file creations return it without touching the
-  // disk: IOStatus::NoSpace() for a full disk, IOStatus::IOError() for EIO. OK to stop.
-  void SetWriteError(rocksdb::IOStatus error);
+  // disk: IOStatus::NoSpace() for a full disk, IOStatus::IOError() for EIO. OK to stop. With
+  // `only_suffix`, only those of files whose path ends so (".sst": memtable flushes and
+  // compactions, not RocksDB's own log).
+  void SetWriteError(rocksdb::IOStatus error, std::string only_suffix = "");
   // How many operations SetWriteError has refused so far.
   uint64_t RefusedWrites() const;
 
@@ -132,6 +134,8 @@ class FaultInjectionRocksFs final : public rocksdb::FileSystemWrapper {
   }
   // Refuses the call with the injected error, counting it.
   rocksdb::IOStatus InjectedLocked() TW_REQUIRES(mu_);
+  // Whether a write to `path` is refused now.
+  bool RefusesLocked(const std::string& path) const TW_REQUIRES(mu_);
   // Starts tracking a file just created at `path`.
   void TrackNewLocked(const std::string& path, bool existed, uint64_t size) TW_REQUIRES(mu_);
   rocksdb::IOStatus CrashImpl(std::optional<uint64_t> torn_writes_seed);
@@ -145,6 +149,7 @@ class FaultInjectionRocksFs final : public rocksdb::FileSystemWrapper {
   uint64_t generation_ TW_GUARDED_BY(mu_) = 0;                 // bumped by each crash
   bool down_ TW_GUARDED_BY(mu_) = false;
   rocksdb::IOStatus write_error_ TW_GUARDED_BY(mu_);
+  std::string write_error_suffix_ TW_GUARDED_BY(mu_);
   uint64_t refused_writes_ TW_GUARDED_BY(mu_) = 0;
 };
 
