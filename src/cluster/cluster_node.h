@@ -1,0 +1,150 @@
+// One trainwatch server's part in a cluster (docs/cluster.md): the write path into JetStream, the
+// applier that feeds the node's own embedded engine from the stream, and the partition ownership
+// that decides which node runs detection and alerting for which runs.
+//
+// - Publish (the Ingestor's sink in cluster mode): a validated, normalised WriteRequest is split
+//   by partition (PartitionOf(project, run)) and each part is published to `tw.ingest.p<N>` with
+//   the message id "<writer id>:<sequence>:p<N>", so that a resent batch (to this node or
+//   another, within the stream's duplicate window) is stored once. The write is acknowledged
+//   once JetStream acknowledged every part (stored on a quorum of replicas); a NATS that cannot
+//   be reached is Unavailable (HTTP 503, gRPC UNAVAILABLE: the SDK spools and resends).
+// - The applier reads the whole stream in order and writes every message to the engine as writer
+//   "cluster/<stream>" with the stream sequence as its sequence: the engine's per-writer
+//   sequences make a message applied twice (after a restart, or a reader started again) a no-op,
+//   and tell the applier where to resume. Every node applies every partition, so every node's
+//   store answers every query (the read side of "any node answers any query").
+// - Ownership: a PartitionBalancer step every quarter of the lease keeps this node's share of
+//   the partitions (leases in a KV bucket); Owns() says whether a committed request belongs to an
+//   owned partition, which is where the server runs detectors and alerts.
+//
+// Thread-safety: Publish, Owns and the accessors may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cluster/jetstream.h"
+#include "cluster/key_value.h"
+#include "cluster/membership.h"
+#include "cluster/partition_balancer.h"
+#include "cluster/partition_leases.h"
+#include "cluster/stream_reader.h"
+#include "common/clock.h"
+#include "common/logging.h"
+#include "common/metrics_registry.h"
+#include "common/mutex.h"
+#include "common/status.h"
+#include "storage/engine.h"
+
+namespace trainwatch::cluster {
+
+struct ClusterNodeOptions {
+  std::vector<std::string> servers;  // nats:// URLs
+  std::string node_name;             // unique in the cluster: [A-Za-z0-9_-]
+  uint32_t partitions = 16;          // fixed for the life of the cluster (checked at join)
+  // A node that stops renewing its leases loses its partitions after this; its key in the
+  // members bucket expires after it too. Every node of a cluster must use the same value (the
+  // buckets' TTL is set by the first node).
+  double lease_seconds = 10;
+  int replicas = 3;
+  std::string stream = "TRAINWATCH_INGEST";
+  int publish_threads = 4;
+  size_t max_queued_publishes = 4096;  // more waiting than this: Unavailable
+};
+
+// The subjects of the ingest stream: one per partition, under "tw.ingest.".
+inline constexpr const char* kIngestSubjects = "tw.ingest.>";
+
+class ClusterNode {
+ public:
+  // Connects, creates or checks the stream and buckets, and checks that the cluster's partition
+  // count is `options.partitions`. Starts nothing: Run() does.
+  static Result<std::unique_ptr<ClusterNode>> Connect(const ClusterNodeOptions& options,
+                                                      storage::Engine& engine, Clock& clock,
+                                                      Logger& logger, MetricsRegistry& metrics);
+  ~ClusterNode();  // Stop()
+  ClusterNode(const ClusterNode&) = delete;
+  ClusterNode& operator=(const ClusterNode&) = delete;
+
+  // Starts the publisher threads, the applier and the balancer.
+  void Run();
+  // Drains queued publishes, leaves the cluster (hands its partitions back at once) and stops.
+  void Stop();
+
+  // Publishes a validated, normalised request; `done` runs once, on a publisher thread, with the
+  // points published (points_written) and whether every part was a duplicate.
+  void Publish(v1::WriteRequest request, storage::Engine::WriteCallback done);
+
+  // Whether this node owns the partition of the request's first run batch (the applier's
+  // requests hold one partition each).
+  bool Owns(const v1::WriteRequest& request) const;
+  uint32_t PartitionOfRun(const std::string& project, const std::string& run) const;
+  std::vector<uint32_t> OwnedPartitions() const;
+  // The last stream sequence the engine applied.
+  uint64_t applied_sequence() const { return applied_.load(); }
+  const ClusterNodeOptions& options() const { return options_; }
+  // The engine writer id the applier writes as.
+  std::string applier_writer() const { return "cluster/" + options_.stream; }
+
+ private:
+  struct PublishJob {
+    v1::WriteRequest request;
+    storage::Engine::WriteCallback done;
+  };
+
+  ClusterNode(const ClusterNodeOptions& options, storage::Engine& engine, Clock& clock,
+              Logger& logger, MetricsRegistry& metrics);
+  // Runs `step` until it succeeds, is refused (InvalidArgument), or joining has taken too long.
+  Status RetryJoin(const char* what, const std::function<Status()>& step);
+  void PublishLoop(size_t queue);
+  void PublishNow(PublishJob job);
+  void ApplyLoop();
+  // Writes `messages` to the engine in order and waits for them; OK when all were applied.
+  Status ApplyMessages(const std::vector<StreamMessage>& messages);
+  void BalanceLoop();
+  // The last sequence the engine applied as applier_writer(), found through IsDuplicate.
+  uint64_t LastAppliedSequence() const;
+  // Waits `seconds` or until Stop; true when stopping.
+  bool WaitOrStop(double seconds);
+
+  const ClusterNodeOptions options_;
+  storage::Engine& engine_;
+  Clock& clock_;
+  Logger& log_;
+  std::unique_ptr<JetStream> js_;
+  std::unique_ptr<KeyValue> members_kv_;
+  std::unique_ptr<KeyValue> leases_kv_;
+  std::unique_ptr<Membership> membership_;
+  std::unique_ptr<PartitionLeases> leases_;  // the balancer thread's only
+  std::unique_ptr<PartitionBalancer> balancer_;
+
+  mutable Mutex mu_;
+  std::condition_variable cv_;        // stop_ (the applier's and balancer's waits)
+  std::condition_variable queue_cv_;  // stop_, queues_ (the publishers' waits)
+  bool stop_ TW_GUARDED_BY(mu_) = false;
+  bool running_ TW_GUARDED_BY(mu_) = false;
+  // One queue per publisher thread; a writer's requests all go to one, so they reach the stream
+  // in the order they came (a rewind stays between the points around it).
+  std::vector<std::deque<PublishJob>> queues_ TW_GUARDED_BY(mu_);
+  size_t queued_ TW_GUARDED_BY(mu_) = 0;
+  std::vector<bool> owned_ TW_GUARDED_BY(mu_);
+
+  std::atomic<uint64_t> applied_{0};
+  std::vector<std::thread> publishers_;
+  std::thread applier_;
+  std::thread balancer_thread_;
+
+  Counter& published_;
+  Counter& publish_failures_;
+  Counter& duplicates_;
+  Counter& applied_messages_;
+};
+
+}  // namespace trainwatch::cluster
