@@ -1,5 +1,6 @@
 #include "import_command.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -21,6 +22,9 @@ constexpr const char* kImportDescription =
     "contains 'tfevents' becomes a run whose id is its path relative to LOGDIR (LOGDIR itself:\n"
     "its name). Scalars, histograms, images, text and graphs are imported (docs/tensorboard.md);\n"
     "the runs are marked finished, with the first and last event's times as start and end.\n"
+    "A distributed job's logdir with one directory per rank (rank_0/, rank-1/, rank2/, worker_3/\n"
+    "... under one parent) is imported as ONE run, the parent's, with ranks; --ranks makes every\n"
+    "run under LOGDIR a rank of one run named after LOGDIR.\n"
     "Corrupt records are reported with file and offset and skipped; an incomplete last record (a\n"
     "file still being written) is left for `trainwatch watch`. Exits 1 if the server did not\n"
     "acknowledge everything.\n";
@@ -29,6 +33,7 @@ constexpr size_t kMaxPrintedMessages = 50;
 
 struct RunReport {
   std::string id;
+  uint32_t ranks = 0;  // of a distributed run
   ImportCounts counts;
   double first_wall_time = 0;
   double last_wall_time = 0;
@@ -87,16 +92,27 @@ int ImportCommand(const std::vector<std::string>& args) {
       "--timeout", "D",
       "how long to wait for the server's acknowledgements at the end (default 10m)", &timeout));
   set.Add(SwitchFlag("--json", "print the summary as one JSON object", &json_out));
+  bool all_ranks = false;
+  set.Add(
+      SwitchFlag("--ranks",
+                 "LOGDIR is one distributed run: each of its event-file directories is one rank "
+                 "(numbered by the ranks their names say, else in name order)",
+                 &all_ranks));
   if (auto exit_code = ParseCommandLine(set, args)) return *exit_code;
-  Result<std::vector<LogdirRun>> runs = FindRuns(logdir);
-  if (!runs.ok()) {
-    std::fprintf(stderr, "trainwatch import: %s\n", runs.status().message().c_str());
+  Result<std::vector<LogdirRun>> found = FindRuns(logdir);
+  if (!found.ok()) {
+    std::fprintf(stderr, "trainwatch import: %s\n", found.status().message().c_str());
     return 2;
   }
-  if (runs->empty()) {
+  if (found->empty()) {
     std::fprintf(stderr,
                  "trainwatch import: no event files (names containing 'tfevents') under %s\n",
                  logdir.c_str());
+    return 2;
+  }
+  Result<std::vector<ImportRun>> runs = PlanRuns(logdir, std::move(*found), all_ranks);
+  if (!runs.ok()) {
+    std::fprintf(stderr, "trainwatch import: %s\n", runs.status().message().c_str());
     return 2;
   }
 
@@ -120,42 +136,74 @@ int ImportCommand(const std::vector<std::string>& args) {
   HttpClient http(flags.server, flags.api_key, flags.tls_ca_file);
   std::vector<RunReport> reports;
   ImportCounts total;
-  for (const LogdirRun& run : *runs) {
-    std::unique_ptr<Run> handle =
-        client.StartRun(ReplayRunOptions(flags, run.id, /*resume=*/false));
-    RunSink sink(
-        handle.get(), [&](const std::string& line) { messages.Add(line); },
-        [&](int64_t step) {
-          return RewindRunAfterFlush(client, http, flags.project, run.id, step, timeout);
-        },
-        [&](int64_t step, const std::vector<std::string>& series) {
-          return RewindSeriesAfterFlush(client, http, flags.project, run.id, step, series, timeout);
-        });
+  for (const ImportRun& run : *runs) {
     RunReport report;
     report.id = run.id;
-    for (const std::string& name : run.files) {
-      const std::string path = run.dir + "/" + name;
-      const std::string display = run.id + "/" + name;
-      ++sink.counts().files;
-      auto reader = tfevents::EventFileReader::Open(path);
-      if (!reader.ok()) {
-        messages.Add(reader.status().message());
-        continue;
+    report.ranks = static_cast<uint32_t>(run.ranks.size());
+    ImportCounts counts;
+    // One writer of the run: its own files (rank -1: rows without a rank), or one rank's.
+    auto import_dir = [&](const LogdirRun& dir, int rank, const std::string& host) {
+      RunOptions options = ReplayRunOptions(flags, run.id, /*resume=*/false);
+      if (rank >= 0) {
+        options.rank.rank = rank;
+        options.rank.world_size = run.world_size;
+        options.rank.host = host;
       }
-      Result<uint64_t> tail = DrainFile(**reader, display, sink);
-      if (!tail.ok()) {
-        messages.Add(tail.status().message());
-      } else if (*tail > 0) {
-        report.incomplete_tail_bytes += *tail;
-        messages.Add(display + ":" + std::to_string((*reader)->position()) +
-                     ": incomplete last record (" + std::to_string(*tail) +
-                     " bytes): the file is still being written; imported up to there");
+      std::unique_ptr<Run> handle = client.StartRun(options);
+      // A distributed run restarts as a whole (the server rewinds every rank's series): rank 0's
+      // restarts and purges rewind it; another rank's, imported after rank 0's points, would hide
+      // them, so they are reported and the rows go on.
+      const bool rewinds = rank <= 0;
+      const std::string where = rank >= 0 ? dir.id : run.id;
+      RunSink sink(
+          handle.get(), [&](const std::string& line) { messages.Add(line); },
+          [&](int64_t step) -> Status {
+            if (!rewinds) {
+              messages.Add(where + ": restart at step " + std::to_string(step) +
+                           " not rewound (a distributed run is rewound at rank 0's restarts)");
+              return Status::Ok();
+            }
+            return RewindRunAfterFlush(client, http, flags.project, run.id, step, timeout);
+          },
+          [&](int64_t step, const std::vector<std::string>& series) -> Status {
+            if (!rewinds) {
+              messages.Add(where + ": steps back to " + std::to_string(step) +
+                           " not rewound (a distributed run is rewound at rank 0's)");
+              return Status::Ok();
+            }
+            return RewindSeriesAfterFlush(client, http, flags.project, run.id, step, series,
+                                          timeout);
+          });
+      for (const std::string& name : dir.files) {
+        const std::string path = dir.dir + "/" + name;
+        const std::string display = dir.id + "/" + name;
+        ++sink.counts().files;
+        auto reader = tfevents::EventFileReader::Open(path);
+        if (!reader.ok()) {
+          messages.Add(reader.status().message());
+          continue;
+        }
+        Result<uint64_t> tail = DrainFile(**reader, display, sink);
+        if (!tail.ok()) {
+          messages.Add(tail.status().message());
+        } else if (*tail > 0) {
+          report.incomplete_tail_bytes += *tail;
+          messages.Add(display + ":" + std::to_string((*reader)->position()) +
+                       ": incomplete last record (" + std::to_string(*tail) +
+                       " bytes): the file is still being written; imported up to there");
+        }
       }
-    }
-    handle->Finish("finished");
-    report.counts = sink.counts();
-    report.first_wall_time = sink.first_wall_time();
-    report.last_wall_time = sink.last_wall_time();
+      handle->Finish("finished");
+      counts.Add(sink.counts());
+      if (sink.first_wall_time() > 0 &&
+          (report.first_wall_time <= 0 || sink.first_wall_time() < report.first_wall_time)) {
+        report.first_wall_time = sink.first_wall_time();
+      }
+      report.last_wall_time = std::max(report.last_wall_time, sink.last_wall_time());
+    };
+    if (run.run_level) import_dir(*run.run_level, -1, "");
+    for (const LogdirRank& r : run.ranks) import_dir(r.dir, static_cast<int>(r.rank), r.host);
+    report.counts = counts;
     total.Add(report.counts);
     reports.push_back(std::move(report));
   }
@@ -205,6 +253,7 @@ int ImportCommand(const std::vector<std::string>& args) {
     for (const RunReport& r : reports) {
       nlohmann::json j = counts_json(r.counts);
       j["id"] = r.id;
+      if (r.ranks > 0) j["ranks"] = r.ranks;
       j["first_wall_time"] = r.first_wall_time;
       j["last_wall_time"] = r.last_wall_time;
       j["incomplete_tail_bytes"] = r.incomplete_tail_bytes;
