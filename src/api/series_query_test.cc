@@ -101,7 +101,6 @@ TEST(SeriesQueryTest, RankPicksOneRanksSeries) {
   ASSERT_EQ(Error("/api/v1/series?run=a&rank=1023", &q), "");
   EXPECT_EQ(q.rank, 1023u);
   EXPECT_EQ(q.Selection().rank, 1023u);
-  EXPECT_EQ(q.Raw().selection.rank, 1023u);
   for (const char* bad : {"-1", "x", "1.5", "2147483648"}) {
     EXPECT_THAT(Error(std::string("/api/v1/series?run=a&rank=") + bad), HasSubstr("rank must be"))
         << bad;
