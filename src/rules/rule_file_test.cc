@@ -352,7 +352,7 @@ INSTANTIATE_TEST_SUITE_P(
                   "grad_explosion, "
                   "grad_vanishing, loss_spike, loss_oscillation, divergence, plateau, overfitting, "
                   "stalled, "
-                  "throughput_drop)"},
+                  "throughput_drop, straggler, rank_desync, rank_dead, collective_hang)"},
         ErrorCase{"detectors:\n  loss_spike:\n    spike_ration: 3\n",
                   "alerts.yml:3: detectors: unknown parameter 'spike_ration' for 'loss_spike' (its "
                   "parameters: "
@@ -387,7 +387,8 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{"detectors:\n  bindings:\n    los: [a]\n",
                   "alerts.yml:3: detectors: unknown binding 'los' (known: loss, grad_norm, lr, "
                   "update_ratio, "
-                  "eval_loss, eval_prefixes, loss_fallback_suffix, layer_grad_norm_prefix)"},
+                  "eval_loss, eval_prefixes, time_to_collective, replicated, loss_fallback_suffix, "
+                  "layer_grad_norm_prefix)"},
         ErrorCase{"detectors:\n  bindings:\n    loss_fallback_suffix: [a, b]\n",
                   "alerts.yml:3: detectors: bindings.loss_fallback_suffix: expected one string"},
         ErrorCase{
@@ -460,7 +461,7 @@ INSTANTIATE_TEST_SUITE_P(
             "alerts.yml:5: alert 'A': unknown detector 'loss_spikes' (known: nan, grad_explosion, "
             "grad_vanishing, loss_spike, loss_oscillation, divergence, plateau, overfitting, "
             "stalled, "
-            "throughput_drop)"},
+            "throughput_drop, straggler, rank_desync, rank_dead, collective_hang)"},
         ErrorCase{GROUP "      - alert: A\n        detector: loss_spike\n        for: 5m\n",
                   "alerts.yml:6: alert 'A': 'for' applies to expression rules only"},
         ErrorCase{GROUP "      - alert: A\n        detector: loss_spike\n        params:\n         "
