@@ -415,7 +415,48 @@ Status Engine::AwaitSealerOrError() {
 
 Status Engine::StoreHealth() const {
   MutexLock lock(sealer_mu_);
-  return store_error_;
+  return store_error_.ok() ? apply_store_error_ : store_error_;
+}
+
+void Engine::NoteUnpersistedRun(const RunKey& run, const Status& s) {
+  logger_.Error("persisting run record; written again at the next checkpoint",
+                {{"run", run.run}, {"error", s.ToString()}});
+  MutexLock lock(sealer_mu_);
+  unpersisted_runs_.insert(run);
+}
+
+void Engine::NoteApplyStoreError(const Status& s) {
+  MutexLock lock(sealer_mu_);
+  if (apply_store_error_.ok()) {
+    apply_store_error_ = s.WithContext(
+        "a store write failed while applying the log; checkpoints wait for a restart, whose "
+        "replay writes it again");
+  }
+}
+
+Status Engine::RetryRunRecords() {
+  std::set<RunKey> keys;
+  {
+    MutexLock lock(sealer_mu_);
+    if (!apply_store_error_.ok()) return apply_store_error_;
+    keys = unpersisted_runs_;
+  }
+  for (const RunKey& key : keys) {
+    std::string json;
+    {
+      ReaderMutexLock lock(runs_mu_);
+      auto it = runs_.find(key);
+      if (it != runs_.end()) json = it->second->info.ToJson().dump();
+    }
+    if (!json.empty()) {
+      TW_RETURN_IF_ERROR(store_->runs()
+                             .PutRun(key.project, key.run, json)
+                             .WithContext("persisting the record of run " + key.run));
+    }
+    MutexLock lock(sealer_mu_);
+    unpersisted_runs_.erase(key);
+  }
+  return Status::Ok();
 }
 
 void Engine::CheckpointerLoop() {
@@ -472,6 +513,7 @@ Status Engine::PersistCheckpoint(uint64_t lsn,
                                  const std::vector<std::pair<std::string, uint64_t>>& writers) {
   TW_RETURN_IF_ERROR(
       AwaitSealerOrError().WithContext("sealed chunks failed to persist; keeping the log"));
+  TW_RETURN_IF_ERROR(RetryRunRecords().WithContext("keeping the log"));
   // Unsynced writes reach the disk in no particular order, so what claims coverage goes in only
   // once what it covers is durable: a writer sequence durable before the chunks holding its batch
   // would make replay skip that batch as a duplicate (the crash test lost acknowledged points so).

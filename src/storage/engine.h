@@ -20,6 +20,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -323,6 +324,13 @@ class Engine {
   // WaitForSealer, but returns the store's error instead of waiting while the sealer retries a
   // seal that failed (a checkpoint then fails rather than blocks).
   Status AwaitSealerOrError();
+  // A store write of the apply path failed: `run`'s record (written again at the next checkpoint),
+  // or something only a restart writes again (apply_store_error_).
+  void NoteUnpersistedRun(const RunKey& run, const Status& s) TW_EXCLUDES(sealer_mu_);
+  void NoteApplyStoreError(const Status& s) TW_EXCLUDES(sealer_mu_);
+  // Writes the run records whose write failed again; the first error if one fails again, or the
+  // apply path's error that only a restart clears.
+  Status RetryRunRecords() TW_EXCLUDES(sealer_mu_, runs_mu_);
   // Encodes (once) and writes a seal job, syncing the store first if the series has a seal that
   // is not yet synced (see SealerLoop). Runs on the sealer.
   Status PersistSeal(SealJob& job, std::unordered_set<SeriesId>* sealed_since_sync);
@@ -426,6 +434,12 @@ class Engine {
   bool sealer_busy_ TW_GUARDED_BY(sealer_mu_) = false;
   bool sealer_stop_ TW_GUARDED_BY(sealer_mu_) = false;
   Status store_error_ TW_GUARDED_BY(sealer_mu_);  // while the front job is retried
+  // Store writes of the apply path that failed (a full or failing disk). A run record is written
+  // again by the next checkpoint (RetryRunRecords); a new series' record by its seal; anything else
+  // (a graph, a rank, a per-step entry) only by a restart's replay, so until then checkpoints are
+  // refused with this error and StoreHealth reports it: the log keeps what the store lacks.
+  std::set<RunKey> unpersisted_runs_ TW_GUARDED_BY(sealer_mu_);
+  Status apply_store_error_ TW_GUARDED_BY(sealer_mu_);
   std::thread sealer_;
 
   // Held through a whole Checkpoint(): the checkpointer's, an explicit one and Close's never

@@ -242,7 +242,10 @@ void Engine::ApplyMetadata(Run& run, const v1::RunMetadata& meta) {
   if (meta.has_graph_json()) {
     // Stored before the run record that says it is there; outside runs_mu_ (it may be megabytes).
     Status s = store_->runs().PutGraph(run.info.project, run.info.id, meta.graph_json());
-    if (!s.ok()) logger_.Error("persisting graph", {{"error", s.ToString()}});
+    if (!s.ok()) {
+      logger_.Error("persisting graph", {{"error", s.ToString()}});
+      NoteApplyStoreError(s.WithContext("persisting the graph of run " + run.info.id));
+    }
   }
   WriterMutexLock lock(runs_mu_);
   RunInfo& info = run.info;
@@ -263,7 +266,7 @@ void Engine::ApplyMetadata(Run& run, const v1::RunMetadata& meta) {
   if (meta.has_end_time()) info.end_time = meta.end_time();
   if (meta.has_host()) info.host = meta.host();
   Status s = store_->runs().PutRun(info.project, info.id, info.ToJson().dump());
-  if (!s.ok()) logger_.Error("persisting run metadata", {{"error", s.ToString()}});
+  if (!s.ok()) NoteUnpersistedRun(RunKey{info.project, info.id}, s);
 }
 
 bool Engine::ApplyRank(Run& run, const v1::RunBatch& batch) {
@@ -327,7 +330,10 @@ bool Engine::ApplyRank(Run& run, const v1::RunBatch& batch) {
   }
   if (changed) {
     Status s = store_->runs().PutRank(run.info.project, run.info.id, r, changed->ToJson().dump());
-    if (!s.ok()) logger_.Error("persisting rank", {{"error", s.ToString()}});
+    if (!s.ok()) {
+      logger_.Error("persisting rank", {{"error", s.ToString()}});
+      NoteApplyStoreError(s.WithContext("persisting a rank of run " + run.info.id));
+    }
   }
   return run_finished;
 }
@@ -344,7 +350,7 @@ void Engine::ApplyHeartbeat(Run& run, const v1::Heartbeat& heartbeat) {
     info.end_time = 0;
   }
   Status s = store_->runs().PutRun(info.project, info.id, info.ToJson().dump());
-  if (!s.ok()) logger_.Error("persisting heartbeat", {{"error", s.ToString()}});
+  if (!s.ok()) NoteUnpersistedRun(RunKey{info.project, info.id}, s);
 }
 
 Engine::Run& Engine::GetOrCreateRun(const std::string& project, const std::string& id,
@@ -361,7 +367,7 @@ Engine::Run& Engine::GetOrCreateRun(const std::string& project, const std::strin
   run->info.name = id;
   run->info.start_time = first_time;
   Status s = store_->runs().PutRun(project, id, run->info.ToJson().dump());
-  if (!s.ok()) logger_.Error("persisting new run", {{"error", s.ToString()}});
+  if (!s.ok()) NoteUnpersistedRun(key, s);
   WriterMutexLock lock(runs_mu_);
   auto& slot = runs_[key];
   slot = std::move(run);

@@ -276,10 +276,24 @@ class EngineDiskFaultTest : public ::testing::Test {
     engine_ = std::move(engine).value();
   }
 
-  Status Write(uint64_t seq) {
+  Status Write(uint64_t seq) { return Write(Batch(seq)); }
+  Status Write(const v1::WriteRequest& request) {
     std::promise<Status> done;
-    engine_->Write(Batch(seq), [&](const Status& s, const WriteOutcome&) { done.set_value(s); });
+    engine_->Write(request, [&](const Status& s, const WriteOutcome&) { done.set_value(s); });
     return done.get_future().get();
+  }
+  // Renames run p/r (a run record the store must write).
+  Status Rename(const std::string& name) {
+    v1::WriteRequest request;
+    v1::RunBatch* batch = request.add_runs();
+    batch->set_project("p");
+    batch->set_run("r");
+    batch->mutable_metadata()->set_name(name);
+    return Write(request);
+  }
+  std::string RunName() {
+    std::optional<RunInfo> run = engine_->GetRun("p", "r");
+    return run ? run->name : "";
   }
 
   // Every step of batches [1, last] once, with its value, in every metric.
@@ -400,6 +414,7 @@ void StoreTableFaultResumesInProcess(EngineDiskFaultTest& t, rocksdb::IOStatus i
   Status flush = t.engine_->CompactStore();  // flushes the memtable: its table file is refused
   EXPECT_EQ(flush.code(), code) << flush.ToString();
   for (; seq < 6; ++seq) ASSERT_TRUE(t.Write(seq + 1).ok()) << "the log still takes writes";
+  ASSERT_TRUE(t.Rename("renamed").ok());  // its run record is refused: written at a checkpoint
   Status checkpoint = t.engine_->Checkpoint();
   EXPECT_EQ(checkpoint.code(), code) << checkpoint.ToString();
   EXPECT_EQ(t.engine_->StoreHealth().code(), code) << t.engine_->StoreHealth().ToString();
@@ -414,8 +429,10 @@ void StoreTableFaultResumesInProcess(EngineDiskFaultTest& t, rocksdb::IOStatus i
   EXPECT_TRUE(after.ok()) << after.ToString();
   for (; seq < 8; ++seq) ASSERT_TRUE(t.Write(seq + 1).ok());
   t.ExpectBatches(seq);
+  ASSERT_TRUE(t.engine_->Checkpoint().ok());  // the log no longer holds the rename
   t.Open();
   t.ExpectBatches(seq);
+  EXPECT_EQ(t.RunName(), "renamed") << "the refused run record was written again";
 }
 
 TEST_F(EngineDiskFaultTest, StoreTableFileFullDiskResumesWithoutARestart) {

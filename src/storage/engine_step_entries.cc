@@ -57,6 +57,8 @@ void Engine::ApplyStepEntry(StepEntryType type, const SeriesKey& name, int64_t s
                    {"name", name.metric},
                    {"step", step},
                    {"error", updated.status().ToString()}});
+    NoteApplyStoreError(updated.status().WithContext(
+        "persisting a " + std::string(KindOf(type).noun) + " of run " + name.run));
     if (names.empty()) entries_[static_cast<size_t>(type)].erase(name.run_key());
     return;
   }
