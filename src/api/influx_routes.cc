@@ -4,8 +4,10 @@
 // metrics and steps by influx/point_mapping.h and stored through the ingestor like any write;
 // queries are answered by influx/influxql_executor.h; answers use InfluxDB's status codes and
 // bodies.
+#include <cmath>
 #include <string>
 
+#include "alerting/alert_manager.h"
 #include "api/http_target.h"
 #include "api/json_writer.h"
 #include "api/routes.h"
@@ -131,6 +133,38 @@ std::string QueryParam(const HttpRequest& req, const std::string& name) {
   return it == form.end() ? "" : it->second;
 }
 
+// The measurement trainwatch_alerts (influx/alerts_measurement.h): a project's alerts, newest
+// 100,000.
+influx::AlertSource AlertsOf(const alerting::AlertManager& alerts) {
+  return [&alerts](const std::string& project) -> Result<std::vector<influx::AlertEvent>> {
+    alerting::AlertQuery query;
+    query.project = project;
+    query.limit = 100'000;
+    std::vector<influx::AlertEvent> events;
+    for (const alerting::AlertRecord& a : alerts.List(query)) {
+      influx::AlertEvent e;
+      const double at = std::isfinite(a.time) && a.time > 0 ? a.time : a.started_at;
+      e.time_ns = static_cast<int64_t>(std::llround(at * 1e6)) * 1000;
+      e.tags = {{"project", a.project},
+                {"run", a.run},
+                {"severity", a.severity},
+                {"kind", a.kind},
+                {"name", a.name},
+                {"metric", a.metric},
+                {"status", std::string(alerting::StatusName(a.status))}};
+      e.text = a.message;
+      e.title = a.name + " on " + a.run;
+      e.value = a.value;
+      e.step = a.step;
+      if (a.status == alerting::AlertStatus::kResolved && a.resolved_at > 0) {
+        e.end_ms = static_cast<int64_t>(std::llround(a.resolved_at * 1000));
+      }
+      events.push_back(std::move(e));
+    }
+    return events;
+  };
+}
+
 void HandleQuery(ApiContext& ctx, HttpRequest&& req, Responder respond) {
   const std::string q = QueryParam(req, "q");
   if (q.empty()) {
@@ -146,6 +180,7 @@ void HandleQuery(ApiContext& ctx, HttpRequest&& req, Responder respond) {
   options.database = QueryParam(req, "db");
   options.epoch = QueryParam(req, "epoch");
   options.now = ctx.clock.NowUnixSeconds();
+  if (ctx.alerts != nullptr) options.alerts = AlertsOf(*ctx.alerts);
   if (!options.epoch.empty() && !influx::ParsePrecision(options.epoch).ok()) {
     respond(InfluxError(Api::kV1, 400, "invalid epoch '" + options.epoch + "'"));
     return;

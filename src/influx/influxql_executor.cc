@@ -588,7 +588,11 @@ std::string ExecuteInfluxQL(const std::vector<ql::Statement>& statements,
     Json result = {{"statement_id", i}};
     Result<Json> series = Status::Internal("unreached");
     if (const auto* select = std::get_if<ql::SelectStatement>(&statements[i])) {
-      series = SelectRun(*select, options, querier).Run();
+      series = SelectsAlerts(*select)
+                   ? SelectAlerts(*select, options.database,
+                                  static_cast<int64_t>(options.now * 1e6) * 1000, options.alerts,
+                                  [&](int64_t ns) { return TimeJson(ns, options.epoch); })
+                   : SelectRun(*select, options, querier).Run();
     } else if (const auto* show = std::get_if<ql::ShowStatement>(&statements[i])) {
       series = Show(*show, options, querier);
     } else {

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "influx/alerts_measurement.h"
 #include "influx/influxql_ast.h"
 #include "query/querier.h"
 
@@ -29,6 +30,8 @@ struct InfluxQueryOptions {
   double now = 0;  // unix seconds, for now()
   // The most raw points one statement may read (an answer beyond it is an error, not a cut).
   size_t max_points = 10'000'000;
+  // The alerts behind the measurement trainwatch_alerts (alerts_measurement.h); unset: it has none.
+  AlertSource alerts;
 };
 
 // Runs `statements` in order and returns the body of the answer: {"results":[{"statement_id":i,

@@ -72,6 +72,21 @@ struct ServerConfig {
   double audit_retention_seconds = 90 * 86400.0;
   // How long a short-lived token lives (docs/security.md, "Short-lived tokens").
   double token_ttl_seconds = 300;
+  // Where image bytes live (docs/blob_store.md): "embedded" (the store) or s3://bucket[/prefix],
+  // with the endpoint (path-style; "" = https://s3.REGION.amazonaws.com), region and TLS options;
+  // credentials come from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY only.
+  std::string blob_store = "embedded";
+  std::string s3_endpoint;
+  std::string s3_region = "us-east-1";
+  std::string s3_ca_file;
+  bool s3_tls_verify = true;
+  // Mirroring out (docs/influx.md, "Mirroring to InfluxDB"): every accepted point also goes to this
+  // InfluxDB 1.x ("" = off), database and user; the password comes from
+  // TRAINWATCH_MIRROR_INFLUX_PASSWORD only. The outbox keeps at most max_backlog bytes.
+  std::string mirror_influx_url;
+  std::string mirror_influx_db = "trainwatch";
+  std::string mirror_influx_user;
+  uint64_t mirror_influx_max_backlog = 256ull << 20;
 };
 
 // Durations ("90", "10s", "15m", "12h", "30d", "2w", "1h30m"): common/duration.h.

@@ -4,6 +4,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -17,11 +18,13 @@
 #include "api/tls_context.h"
 #include "auth/key_store.h"
 #include "auth/token_issuer.h"
+#include "blob/s3_blob_backend.h"
 #include "common/clock.h"
 #include "common/file_system.h"
 #include "common/logging.h"
 #include "common/metrics_registry.h"
 #include "common/mutex.h"
+#include "influx/influx_mirror.h"
 #include "ingest/grpc_service.h"
 #include "ingest/grpc_tls.h"
 #include "ingest/ingestor.h"
@@ -49,7 +52,10 @@ struct Server::Parts {
   std::unique_ptr<auth::TokenIssuer> tokens;
   std::unique_ptr<auth::AuditLog> audit;
   std::unique_ptr<storage::Engine> engine;
-  std::unique_ptr<query::LocalQuerier> querier;  // the API's reads of the engine
+  // --blob-store s3://: moves image bytes out of the engine's store; destroyed before it.
+  std::unique_ptr<blob::S3BlobBackend> s3_blobs;
+  std::unique_ptr<influx::InfluxMirror> influx_mirror;  // --mirror-influx
+  std::unique_ptr<query::LocalQuerier> querier;         // the API's reads of the engine
   std::unique_ptr<ingest::Ingestor> ingestor;
   std::unique_ptr<LivenessMonitor> liveness;
   std::unique_ptr<api::LiveHub> live;
@@ -89,6 +95,39 @@ struct Server::Parts {
                           std::to_string(receivers) + " receivers";
     logger->Info("alerting reloaded", {{"summary", summary}});
     return summary;
+  }
+
+  Status StartS3Blobs(storage::BlobStore& blobs) {
+    blob::S3BlobOptions options;
+    TW_RETURN_IF_ERROR(blob::ParseS3Url(config.blob_store, &options.s3.bucket, &options.s3.prefix));
+    options.s3.region = config.s3_region;
+    options.s3.endpoint = config.s3_endpoint.empty()
+                              ? "https://s3." + config.s3_region + ".amazonaws.com"
+                              : config.s3_endpoint;
+    options.s3.ca_file = config.s3_ca_file;
+    options.s3.verify_tls = config.s3_tls_verify;
+    options.s3.credentials = blob::CredentialsFromEnvironment();
+    auto backend = blob::S3BlobBackend::Start(std::move(options), blobs, clock, *logger, metrics);
+    if (!backend.ok()) return backend.status().WithContext("--blob-store");
+    s3_blobs = std::move(backend).value();
+    return Status::Ok();
+  }
+
+  Status StartInfluxMirror() {
+    influx::InfluxMirrorOptions options;
+    options.url = config.mirror_influx_url;
+    options.database = config.mirror_influx_db;
+    options.username = config.mirror_influx_user;
+    if (const char* password = std::getenv("TRAINWATCH_MIRROR_INFLUX_PASSWORD")) {
+      options.password = password;
+    }
+    options.dir = config.data_dir + "/mirror/influx";
+    options.max_backlog_bytes = config.mirror_influx_max_backlog;
+    auto mirror =
+        influx::InfluxMirror::Start(std::move(options), PosixFileSystem(), clock, *logger, metrics);
+    if (!mirror.ok()) return mirror.status().WithContext("--mirror-influx");
+    influx_mirror = std::move(mirror).value();
+    return Status::Ok();
   }
 
   void StopRetention() {
@@ -207,12 +246,15 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
                                                            config.data_dir + "/wal", wal_options));
   RegisterWalMetrics(*wal, p->metrics);
   TW_ASSIGN_OR_RETURN(auto store, storage::ChunkStore::Open(config.data_dir + "/store"));
+  storage::BlobStore& blobs = store->blobs();  // owned by the engine from here on
   storage::EngineOptions engine_options;
   engine_options.checkpoint_log_bytes = config.checkpoint_log_bytes;
   engine_options.checkpoint_interval_seconds = config.checkpoint_interval_seconds;
   TW_ASSIGN_OR_RETURN(
       p->engine, storage::Engine::Open(engine_options, std::move(wal), std::move(store), p->clock,
                                        log, p->metrics));
+  if (config.blob_store != "embedded") TW_RETURN_IF_ERROR(p->StartS3Blobs(blobs));
+  if (!config.mirror_influx_url.empty()) TW_RETURN_IF_ERROR(p->StartInfluxMirror());
   p->ingestor = std::make_unique<ingest::Ingestor>(*p->engine, p->clock, config.limits, p->metrics);
   std::vector<std::string> secret_patterns = SecretMasker::DefaultPatterns();
   secret_patterns.insert(secret_patterns.end(), config.secret_patterns.begin(),
@@ -258,9 +300,15 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   });
   p->alerts->Start();
   p->engine->SetCommitListener(
-      [live = p->live.get(), alerts = p->alerts.get()](const v1::WriteRequest& request,
-                                                       const storage::WriteOutcome& outcome) {
+      [live = p->live.get(), alerts = p->alerts.get(), s3_blobs = p->s3_blobs.get(),
+       mirror = p->influx_mirror.get()](const v1::WriteRequest& request,
+                                        const storage::WriteOutcome& outcome) {
         if (outcome.duplicate_batch) return;
+        if (s3_blobs != nullptr &&
+            std::any_of(request.runs().begin(), request.runs().end(),
+                        [](const v1::RunBatch& b) { return b.images_size() > 0; }))
+          s3_blobs->Wake();
+        if (mirror != nullptr && outcome.points_written > 0) mirror->Offer(request);
         if (outcome.points_written > 0) live->Publish(request);
         alerts->OnCommit(request);
       });
@@ -381,7 +429,9 @@ Status Server::Shutdown() {
   parts_->audit->Stop();  // after HTTP: the last answers' entries are written
   parts_->StopRetention();
   parts_->liveness->Stop();
+  if (parts_->s3_blobs) parts_->s3_blobs->Stop();  // an upload in flight finishes first
   Status s = parts_->engine->Close();
+  if (parts_->influx_mirror) parts_->influx_mirror->Stop();  // after the last commits
   parts_->alerts->Stop();  // after the engine: the last commits' events are processed
   parts_->outbox->Stop();
   parts_->logger->Info("shut down", {{"status", s.ToString()}});

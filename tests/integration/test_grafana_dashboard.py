@@ -1,7 +1,8 @@
 """The provisioned Grafana "Training overview" dashboard (deploy/grafana/) against a real server:
 every variable and every panel query, with Grafana's macros expanded the way Grafana expands them
 for an InfluxDB data source, answers, non-empty and right, over what the JSON-lines API (the SDK's
-format) and Telegraf-style line protocol wrote."""
+format) and Telegraf-style line protocol wrote; and its annotations show trainwatch's alerts (the
+measurement trainwatch_alerts)."""
 import json
 import os
 import re
@@ -10,12 +11,14 @@ import pytest
 import yaml
 
 from conftest import REPO, http
+from harness.wait import wait_until
 
 DASHBOARD = os.path.join(REPO, "deploy", "grafana", "dashboards", "training-overview.json")
 DATASOURCES = os.path.join(REPO, "deploy", "grafana", "provisioning", "datasources", "trainwatch.yaml")
 T0 = 1767225600.0  # the runs' first step
 STEPS = 120
 FROM_MS, TO_MS = int(T0 * 1000) - 60000, int(T0 * 1000) + STEPS * 1000 + 60000
+NAN_STEP = 60
 INTERVAL = "10s"  # what Grafana's $__interval is for this range on a ~900 px panel
 
 
@@ -32,6 +35,9 @@ def populated(module_server):
             if step % 20 == 0:
                 metrics["eval/accuracy"] = step / STEPS
             lines.append({"project": "default", "run": run, "step": step, "time": T0 + step, "metrics": metrics})
+    # A non-finite value raises the built-in nan detector's alert: an annotation on the dashboard.
+    lines.append({"project": "default", "run": "r1", "step": NAN_STEP, "time": T0 + NAN_STEP,
+                  "metrics": {"probe": float("nan")}})
     module_server.write_ok(lines)
     lp = "".join("nvidia_smi,host=gpu1,index=%d utilization_gpu=%di %d\n" % (i, 50 + i * 10 + s % 3, int(T0 + s) * 10**9)
                  for s in range(0, STEPS, 5) for i in (0, 1))
@@ -103,3 +109,33 @@ def test_every_variable_and_panel_answers(populated):
     assert gpus == {("gpu1", "0"), ("gpu1", "1")}
     steps = dict({s["tags"]["run"]: s["values"] for s in answers["Steps"]}["r2"])
     assert max(v for v in steps.values() if v is not None) == STEPS - 1
+
+
+def test_alerts_are_the_dashboards_annotations(populated):
+    wait_until(lambda: populated.get_json("/api/v1/alerts", {"project": "default", "kind": "nan"})["alerts"],
+               "the nan alert")
+    dashboard = json.load(open(DASHBOARD))
+    (annotation,) = [a for a in dashboard["annotations"]["list"] if a["datasource"]["type"] == "influxdb"]
+    assert annotation["datasource"]["uid"] == "trainwatch-influx" and annotation["enable"]
+    for variables, runs in (({"run": ["r1", "r2"]}, {"r1"}), ({"run": ["r2"]}, set())):
+        series = query(populated, expand(annotation["query"], variables))
+        rows = [dict(zip(s["columns"], v)) for s in series for v in s["values"]]
+        nan = [r for r in rows if r["kind"] == "nan"]
+        assert {r["run"] for r in nan} == runs, rows
+    series = query(populated, expand(annotation["query"], {"run": ["r1", "r2"]}))
+    (s,) = series
+    assert s["name"] == "trainwatch_alerts"
+    # Every column the annotation maps is answered.
+    for column in [annotation["textColumn"], annotation["titleColumn"], annotation["timeEndColumn"]] + \
+            annotation["tagsColumn"].split(","):
+        assert column in s["columns"], (column, s["columns"])
+    (nan,) = [dict(zip(s["columns"], v)) for v in s["values"] if dict(zip(s["columns"], v))["kind"] == "nan"]
+    assert nan["time"] == int((T0 + NAN_STEP) * 1000)  # at the step's time, on the panels' time axis
+    assert nan["severity"] == "critical" and nan["run"] == "r1"
+    assert "probe" in nan["text"] and nan["title"] == "nan on r1"
+    assert nan["time_end"] is None  # still open
+    # Outside the dashboard's time range there is nothing.
+    assert query(populated, 'SELECT "text" FROM "trainwatch_alerts" WHERE time < %dms' % (T0 * 1000 - 1)) == []
+    # Raw selects only: an aggregate is a clear error.
+    r = http("GET", populated.url + "/query?db=default&q=" + _quote('SELECT count("value") FROM "trainwatch_alerts"'))
+    assert "raw SELECTs only" in r.json()["results"][0]["error"]
