@@ -58,6 +58,15 @@ export type TextEntry = schema.TextEntry
 /** `GET /api/v1/texts` */
 export type TextsResponse = schema.TextList
 
+/** `GET /api/v1/series/ranks`: across-rank statistics per bucket of a step grid */
+export type RankAggregatesResponse = schema.RankAggregates
+export type RankBucketJson = schema.RankBucket
+/** `GET /api/v1/series/rank_matrix` */
+export type RankMatrixResponse = schema.RankMatrix
+/** `GET /api/v1/ranks` */
+export type RankTableResponse = schema.RankTable
+export type RankStatus = schema.RankStatus
+
 /** Any JSON value (a run's config). */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue }
 

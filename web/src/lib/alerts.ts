@@ -13,12 +13,10 @@ export function upsertAlert(list: Alert[], a: Alert): Alert[] {
 
 /** The rank an alert names (the distributed kinds, and `nan` of a distributed run), or null. */
 export function alertRank(a: Alert): number | null {
-  const r = (a as Alert & { rank?: number | null }).rank
-  return typeof r === 'number' && r >= 0 ? r : null
+  return typeof a.rank === 'number' && a.rank >= 0 ? a.rank : null
 }
 
 /** The host of the rank an alert names, or ''. */
 export function alertHost(a: Alert): string {
-  const h = (a as Alert & { host?: string }).host
-  return typeof h === 'string' ? h : ''
+  return a.host ?? ''
 }

@@ -161,9 +161,13 @@ export function heatmapMetrics(names: string[]): string[] {
   const has = new Set(names)
   const out: string[] = []
   for (const m of ['dist/step_time', 'dist/time_to_collective']) if (has.has(m)) out.push(m)
-  const loss = has.has('loss') ? 'loss' : [...names].sort().find((m) => /(^|\/)(train[_/])?loss$/.test(m))
+  const loss = has.has('loss') ? 'loss' : [...names].sort().find((m) => /(^|\/)loss$/.test(m))
   if (loss) out.push(loss)
-  const gpu = [...names].sort().find((m) => /^system\/gpu\/\d+\/utilization(_percent)?$/.test(m)) ?? [...names].sort().find((m) => /gpu.*util/i.test(m))
+  // a distributed run's ranks each sample their own GPU under one name; other runs name each GPU
+  const sorted = [...names].sort()
+  const gpu = has.has('system/gpu/utilization_percent')
+    ? 'system/gpu/utilization_percent'
+    : (sorted.find((m) => /^system\/gpu\/\d+\/utilization(_percent)?$/.test(m)) ?? sorted.find((m) => /gpu.*util/i.test(m)))
   if (gpu) out.push(gpu)
   return out
 }
