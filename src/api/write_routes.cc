@@ -12,7 +12,13 @@ namespace {
 constexpr size_t kMaxErrorsReported = 100;
 
 HttpResponse RenderIngestResult(const ingest::IngestResult& r) {
-  if (!r.status.ok()) return HttpResponse::Error(HttpStatusOf(r.status), r.status.ToString());
+  if (!r.status.ok()) {
+    HttpResponse refused = HttpResponse::Error(HttpStatusOf(r.status), r.status.ToString());
+    // Unavailable (shutting down; in a cluster, NATS unreachable): send the same batch again
+    // later; the SDK spools it meanwhile.
+    if (refused.status == 503) refused.headers.emplace_back("Retry-After", "1");
+    return refused;
+  }
   std::string body = "{\"lines_accepted\":" + std::to_string(r.lines_accepted) +
                      ",\"lines_rejected\":" + std::to_string(r.lines_rejected) +
                      ",\"points_accepted\":" + std::to_string(r.points_accepted) +

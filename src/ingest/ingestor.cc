@@ -334,19 +334,24 @@ void Ingestor::Submit(v1::WriteRequest request, IngestResult result, Done done) 
     done(std::move(result));
     return;
   }
-  engine_.Write(std::move(request),
-                [this, result = std::move(result), done = std::move(done)](
-                    const Status& status, const storage::WriteOutcome& outcome) mutable {
-                  result.status = status;
-                  if (status.ok()) {
-                    result.duplicate_batch = outcome.duplicate_batch;
-                    result.points_accepted = outcome.points_written + outcome.points_unchanged;
-                    result.points_unchanged = outcome.points_unchanged;
-                    result.series_rewound = outcome.series_rewound;
-                    points_received_.Add(result.points_accepted);
-                  }
-                  done(std::move(result));
-                });
+  storage::Engine::WriteCallback written =
+      [this, result = std::move(result), done = std::move(done)](
+          const Status& status, const storage::WriteOutcome& outcome) mutable {
+        result.status = status;
+        if (status.ok()) {
+          result.duplicate_batch = outcome.duplicate_batch;
+          result.points_accepted = outcome.points_written + outcome.points_unchanged;
+          result.points_unchanged = outcome.points_unchanged;
+          result.series_rewound = outcome.series_rewound;
+          points_received_.Add(result.points_accepted);
+        }
+        done(std::move(result));
+      };
+  if (sink_) {
+    sink_(std::move(request), std::move(written));
+  } else {
+    engine_.Write(std::move(request), std::move(written));
+  }
 }
 
 }  // namespace trainwatch::ingest

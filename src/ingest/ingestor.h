@@ -57,6 +57,10 @@ class Ingestor {
   // Config entries and tags whose keys match are masked before they are stored (default:
   // SecretMasker's patterns). Call before serving.
   void SetSecretMasker(SecretMasker masker) { masker_ = std::move(masker); }
+  // Cluster mode (docs/cluster.md): validated writes go to `sink` (the cluster's publisher)
+  // instead of the engine; it calls back as Engine::Write does. Call before serving.
+  using Sink = std::function<void(v1::WriteRequest, storage::Engine::WriteCallback)>;
+  void SetSink(Sink sink) { sink_ = std::move(sink); }
 
  private:
   // Drops invalid run batches and columns from `request`, recording why, and fills defaults.
@@ -74,6 +78,7 @@ class Ingestor {
   Clock& clock_;
   const IngestLimits limits_;
   SecretMasker masker_;
+  Sink sink_;
   Mutex refusal_mu_;
   Status refusal_ TW_GUARDED_BY(refusal_mu_);
   Counter& lines_rejected_;

@@ -1,5 +1,6 @@
 #include "server/config.h"
 
+#include <cctype>
 #include <charconv>
 #include <cstdlib>
 #include <map>
@@ -84,6 +85,16 @@ constexpr Setting kSettings[] = {
     {"--token-ttl", "TRAINWATCH_TOKEN_TTL", "token_ttl",
      "how long a short-lived token (POST /api/v1/tokens; what the dashboard puts in WebSocket and "
      "image URLs instead of its key) is good for, 1s to 1h (default 5m)"},
+    {"--nats", "TRAINWATCH_NATS", "nats",
+     "cluster mode: comma-separated nats:// URLs of the NATS JetStream cluster to join "
+     "(docs/cluster.md); without it the server runs alone (the default)"},
+    {"--node-name", "TRAINWATCH_NODE_NAME", "node_name",
+     "cluster mode: this node's name, unique in the cluster (letters, digits, - and _)"},
+    {"--partitions", "TRAINWATCH_PARTITIONS", "partitions",
+     "cluster mode: the cluster's partition count, fixed by its first node (default 16)"},
+    {"--cluster-lease", "TRAINWATCH_CLUSTER_LEASE", "cluster_lease",
+     "cluster mode: a node that stops renewing its partitions loses them after this; the same on "
+     "every node (default 10s)"},
     {"--alert-cooldown", "TRAINWATCH_ALERT_COOLDOWN", "alert_cooldown",
      "an incident that recurs within this after resolving reopens its alert without notifying "
      "again (default 10m)"},
@@ -209,6 +220,41 @@ Status Apply(ServerConfig* c, const std::string& key, const std::string& value,
       if (!age.ok()) return wrap(age.status());
       c->retention_max_age[item.substr(0, eq)] = *age;
     }
+  } else if (key == "nats") {
+    c->nats_servers.clear();
+    for (std::string_view listed : SplitList(value)) {
+      std::string url(listed);
+      if (url.find("://") == std::string::npos) url = "nats://" + url;
+      if (url.rfind("nats://", 0) != 0 && url.rfind("tls://", 0) != 0) {
+        return Status::InvalidArgument(where +
+                                       ": a NATS server looks like nats://host:port, got '" +
+                                       std::string(listed) + "'");
+      }
+      c->nats_servers.push_back(std::move(url));
+    }
+    if (c->nats_servers.empty()) return Status::InvalidArgument(where + ": no NATS server given");
+  } else if (key == "node_name") {
+    if (value.empty() || value.size() > 64) {
+      return Status::InvalidArgument(where + ": node_name must be 1 to 64 characters");
+    }
+    for (char ch : value) {
+      if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_') {
+        return Status::InvalidArgument(
+            where + ": node_name may hold only letters, digits, - and _, got '" + value + "'");
+      }
+    }
+    c->node_name = value;
+  } else if (key == "partitions") {
+    Result<uint64_t> n = ParseCount(where, value);
+    if (!n.ok()) return n.status();
+    if (*n > 4096) return Status::InvalidArgument(where + ": partitions must be from 1 to 4096");
+    c->partitions = static_cast<uint32_t>(*n);
+  } else if (key == "cluster_lease") {
+    Result<double> d = ParseDuration(value);
+    if (!d.ok()) return wrap(d.status());
+    if (*d < 1 || *d > 300)
+      return Status::InvalidArgument(where + ": cluster_lease must be from 1s to 5m");
+    c->cluster_lease_seconds = *d;
   } else if (key == "token_ttl") {
     Result<double> d = ParseDuration(value);
     if (!d.ok()) return wrap(d.status());
@@ -371,6 +417,13 @@ Result<ServerConfig> LoadServerConfig(const std::vector<std::string>& args) {
   }
   if (config.tls_cert_file.empty() != config.tls_key_file.empty()) {
     return Status::InvalidArgument("--tls-cert and --tls-key go together: give both or neither");
+  }
+  if (config.cluster() && config.node_name.empty()) {
+    return Status::InvalidArgument(
+        "--nats needs --node-name: every node of a cluster has a name of its own");
+  }
+  if (!config.cluster() && !config.node_name.empty()) {
+    return Status::InvalidArgument("--node-name is for cluster mode: give --nats too");
   }
   if (!config.tls_client_ca_file.empty() && !config.tls()) {
     return Status::InvalidArgument(

@@ -72,6 +72,13 @@ struct ServerConfig {
   double audit_retention_seconds = 90 * 86400.0;
   // How long a short-lived token lives (docs/security.md, "Short-lived tokens").
   double token_ttl_seconds = 300;
+  // Cluster mode (docs/cluster.md): the NATS servers of the cluster (empty: single-node, the
+  // default), this node's name in it, the cluster's partition count and the partition lease.
+  std::vector<std::string> nats_servers;
+  std::string node_name;
+  uint32_t partitions = 16;
+  double cluster_lease_seconds = 10;
+  bool cluster() const { return !nats_servers.empty(); }
   // Where image bytes live (docs/blob_store.md): "embedded" (the store) or s3://bucket[/prefix],
   // with the endpoint (path-style; "" = https://s3.REGION.amazonaws.com), region and TLS options;
   // credentials come from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY only.

@@ -19,6 +19,7 @@
 #include "auth/key_store.h"
 #include "auth/token_issuer.h"
 #include "blob/s3_blob_backend.h"
+#include "cluster/cluster_node.h"
 #include "common/clock.h"
 #include "common/file_system.h"
 #include "common/logging.h"
@@ -52,6 +53,9 @@ struct Server::Parts {
   std::unique_ptr<auth::TokenIssuer> tokens;
   std::unique_ptr<auth::AuditLog> audit;
   std::unique_ptr<storage::Engine> engine;
+  // Cluster mode only (null alone): publishes the ingestor's writes, applies the stream to the
+  // engine, owns partitions. Outlives the ingestor and the liveness monitor that write through it.
+  std::unique_ptr<cluster::ClusterNode> cluster;
   // --blob-store s3://: moves image bytes out of the engine's store; destroyed before it.
   std::unique_ptr<blob::S3BlobBackend> s3_blobs;
   std::unique_ptr<influx::InfluxMirror> influx_mirror;  // --mirror-influx
@@ -78,6 +82,7 @@ struct Server::Parts {
   ~Parts() {
     StopRetention();
     if (liveness) liveness->Stop();
+    if (cluster) cluster->Stop();
     if (alerts) alerts->Stop();
     if (outbox) outbox->Stop();
   }
@@ -260,6 +265,23 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   secret_patterns.insert(secret_patterns.end(), config.secret_patterns.begin(),
                          config.secret_patterns.end());
   p->ingestor->SetSecretMasker(SecretMasker(secret_patterns));
+  if (config.cluster()) {
+    // Writes go to the cluster's stream; the applier (started below, once the commit listener is
+    // set) brings them into this engine, as into every node's.
+    cluster::ClusterNodeOptions cluster_options;
+    cluster_options.servers = config.nats_servers;
+    cluster_options.node_name = config.node_name;
+    cluster_options.partitions = config.partitions;
+    cluster_options.lease_seconds = config.cluster_lease_seconds;
+    auto node =
+        cluster::ClusterNode::Connect(cluster_options, *p->engine, p->clock, log, p->metrics);
+    if (!node.ok()) return node.status().WithContext("joining the cluster (--nats)");
+    p->cluster = std::move(node).value();
+    p->ingestor->SetSink(
+        [node = p->cluster.get()](v1::WriteRequest request, storage::Engine::WriteCallback done) {
+          node->Publish(std::move(request), std::move(done));
+        });
+  }
   storage::RetentionOptions retention_options;
   retention_options.max_age_seconds = config.retention_max_age;
   retention_options.disk_threshold_percent = config.disk_guard_percent;
@@ -301,8 +323,8 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   p->alerts->Start();
   p->engine->SetCommitListener(
       [live = p->live.get(), alerts = p->alerts.get(), s3_blobs = p->s3_blobs.get(),
-       mirror = p->influx_mirror.get()](const v1::WriteRequest& request,
-                                        const storage::WriteOutcome& outcome) {
+       mirror = p->influx_mirror.get(), cluster_node = p->cluster.get()](
+          const v1::WriteRequest& request, const storage::WriteOutcome& outcome) {
         if (outcome.duplicate_batch) return;
         if (s3_blobs != nullptr &&
             std::any_of(request.runs().begin(), request.runs().end(),
@@ -310,8 +332,10 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
           s3_blobs->Wake();
         if (mirror != nullptr && outcome.points_written > 0) mirror->Offer(request);
         if (outcome.points_written > 0) live->Publish(request);
-        alerts->OnCommit(request);
+        // In a cluster every node applies every run; only the partition's owner detects.
+        if (cluster_node == nullptr || cluster_node->Owns(request)) alerts->OnCommit(request);
       });
+  if (p->cluster) p->cluster->Run();
 
   // TLS files are checked (and a bad one named) before anything listens.
   if (config.tls()) {
@@ -429,6 +453,7 @@ Status Server::Shutdown() {
   parts_->audit->Stop();  // after HTTP: the last answers' entries are written
   parts_->StopRetention();
   parts_->liveness->Stop();
+  if (parts_->cluster) parts_->cluster->Stop();    // publishes drained, the applier stopped
   if (parts_->s3_blobs) parts_->s3_blobs->Stop();  // an upload in flight finishes first
   Status s = parts_->engine->Close();
   if (parts_->influx_mirror) parts_->influx_mirror->Stop();  // after the last commits

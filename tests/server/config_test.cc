@@ -21,7 +21,8 @@ TEST(ConfigTest, DefaultsAreLoopback) {
 
 TEST(ConfigTest, FlagBeatsEnvironmentBeatsYaml) {
   test::TempDir dir;
-  std::ofstream(dir.Join("tw.yaml")) << "data_dir: /from/yaml\nlisten: 127.0.0.1:7000\nlog_level: debug\n";
+  std::ofstream(dir.Join("tw.yaml"))
+      << "data_dir: /from/yaml\nlisten: 127.0.0.1:7000\nlog_level: debug\n";
   setenv("TRAINWATCH_LISTEN", "127.0.0.1:7001", 1);
   auto c = LoadServerConfig({"--config", dir.Join("tw.yaml"), "--listen=127.0.0.1:7002"});
   unsetenv("TRAINWATCH_LISTEN");
@@ -44,6 +45,35 @@ TEST(ConfigTest, ErrorsNameTheirSource) {
   EXPECT_NE(flag.status().message().find("--listen"), std::string::npos) << flag.status().message();
 }
 
+TEST(ConfigTest, ClusterFlags) {
+  auto alone = LoadServerConfig({});
+  ASSERT_TRUE(alone.ok());
+  EXPECT_FALSE(alone->cluster()) << "single-node is the default";
+
+  auto c = LoadServerConfig({"--nats", "nats://127.0.0.1:4222,127.0.0.1:4223", "--node-name",
+                             "tw-1", "--partitions", "8", "--cluster-lease", "3s"});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->cluster());
+  EXPECT_EQ(c->nats_servers,
+            (std::vector<std::string>{"nats://127.0.0.1:4222", "nats://127.0.0.1:4223"}));
+  EXPECT_EQ(c->node_name, "tw-1");
+  EXPECT_EQ(c->partitions, 8u);
+  EXPECT_EQ(c->cluster_lease_seconds, 3);
+
+  auto nameless = LoadServerConfig({"--nats", "nats://127.0.0.1:4222"});
+  ASSERT_FALSE(nameless.ok());
+  EXPECT_NE(nameless.status().message().find("--node-name"), std::string::npos);
+  auto bad_name = LoadServerConfig({"--nats", "127.0.0.1:4222", "--node-name", "a.b"});
+  ASSERT_FALSE(bad_name.ok());
+  EXPECT_NE(bad_name.status().message().find("node_name"), std::string::npos);
+  auto no_cluster = LoadServerConfig({"--node-name", "tw-1"});
+  ASSERT_FALSE(no_cluster.ok());
+  EXPECT_NE(no_cluster.status().message().find("--nats"), std::string::npos);
+  auto bad_url = LoadServerConfig({"--nats", "http://x:1", "--node-name", "a"});
+  ASSERT_FALSE(bad_url.ok());
+  EXPECT_NE(bad_url.status().message().find("nats://"), std::string::npos);
+  EXPECT_FALSE(LoadServerConfig({"--partitions", "0"}).ok());
+}
 
 }  // namespace
 }  // namespace trainwatch::server

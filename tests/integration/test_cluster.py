@@ -1,0 +1,243 @@
+"""Cluster mode (issue 15, docs/cluster.md) with real processes on 127.0.0.1: three Debian
+`nats-server` nodes forming a JetStream cluster (R3 streams and buckets), and three
+`trainwatch serve --nats ... --node-name nN` nodes on port 0.
+
+- Concurrent writers, each through another node, with the SDK's writer ids and sequences; a batch
+  resent through a different node is acknowledged as a duplicate; every acknowledged point is
+  present exactly once in the answers of every node (/api/v1/runs and /api/v1/series).
+- Partitions are spread over the nodes; after a kill -9 of one node the two others take its
+  partitions over (its leases expire), and writes through them go on with nothing lost.
+- With NATS unreachable, a write is refused with 503 and Retry-After (the SDK spools it), and
+  reads are still answered from the node's own store.
+
+Waits are on conditions (harness.wait_until) and on the processes' own log lines, never on time.
+"""
+import os
+import queue
+import re
+import signal
+import subprocess
+import threading
+
+import pytest
+
+from conftest import BIN, Server
+from harness import ingest_pb, wait_until
+
+NATS_SERVER = "/usr/sbin/nats-server"
+PARTITIONS = 8
+PROJECT = "cl"
+T0 = 1767225600.0
+pytestmark = pytest.mark.skipif(not os.access(NATS_SERVER, os.X_OK),
+                                reason="nats-server is missing (scripts/install-deps.sh installs it)")
+
+
+class NatsNode:
+    """One nats-server process. It picks its own ports (-1) and says them in its log, which a thread
+    reads as it comes: the start waits for the line a ready server writes last."""
+
+    READY = "Listening for route connections"
+
+    def __init__(self, workdir, name):
+        self.name = name
+        self.data = os.path.join(workdir, name)
+        os.makedirs(self.data, exist_ok=True)
+        self.config = self.data + ".conf"
+        with open(self.config, "w") as f:  # the defaults reserve most of RAM and disk
+            f.write('jetstream {\n  store_dir: "%s"\n  max_memory_store: 64MB\n  max_file_store: 1GB\n}\n' % self.data)
+        self.proc = None
+        self.client_port = None
+        self.route_port = None
+        self.log = []
+
+    def start(self, routes):
+        self.proc = subprocess.Popen(
+            [NATS_SERVER, "-c", self.config, "-a", "127.0.0.1", "-p", "-1", "--server_name", self.name,
+             "--cluster_name", "twtest", "--cluster", "nats://127.0.0.1:-1", "--routes", ",".join(routes), "-js"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        ready = queue.Queue(maxsize=1)
+        threading.Thread(target=self._read, args=(self.proc.stderr, ready), daemon=True).start()
+        assert ready.get(timeout=60), "nats-server %s did not start:\n%s" % (self.name, "".join(self.log))
+        text = "".join(self.log)
+        self.client_port = int(re.search(r"Listening for client connections on 127\.0\.0\.1:(\d+)", text).group(1))
+        self.route_port = int(re.search(r"Listening for route connections on 127\.0\.0\.1:(\d+)", text).group(1))
+
+    def _read(self, pipe, ready):
+        told = False
+        for raw in iter(pipe.readline, b""):
+            line = raw.decode("utf-8", "replace")
+            self.log.append(line)
+            if not told and self.READY in line:
+                ready.put(True)
+                told = True
+        if not told:
+            ready.put(False)
+
+    @property
+    def url(self):
+        return "nats://127.0.0.1:%d" % self.client_port
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    assert os.access(BIN, os.X_OK), "no trainwatch binary at %s (set TRAINWATCH_BIN)" % BIN
+    work = tmp_path_factory.mktemp("cluster")
+    nats = [NatsNode(str(work), "n%d" % i) for i in range(3)]
+    nodes = []
+    try:
+        # A JetStream cluster needs a route to start: the first server's leads nowhere (port 1) until
+        # the others route to it.
+        nats[0].start(["nats://127.0.0.1:1"])
+        for n in nats[1:]:
+            n.start(["nats://127.0.0.1:%d" % nats[0].route_port])
+        urls = ",".join(n.url for n in nats)
+        for i in range(3):
+            node = Server(work / ("tw%d" % i), extra_args=[
+                "--nats", urls, "--node-name", "tw%d" % i, "--partitions", str(PARTITIONS),
+                "--cluster-lease", "3s", "--http-threads", "1", "--query-threads", "1"])
+            nodes.append(node)
+            node.start(timeout=120)  # the first joins once NATS has elected its metadata leader
+        yield {"nats": nats, "nodes": nodes}
+    finally:
+        for node in nodes:  # while NATS is up, so that they leave cleanly
+            if any(n.proc and n.proc.poll() is None for n in nats):
+                node.close()
+            else:
+                node.kill9()
+                node.release_ports()
+        for n in nats:
+            n.kill()
+
+
+def owned(node):
+    return int(node.metric_value("trainwatch_cluster_partitions_owned"))
+
+
+def request(pb, writer, sequence, runs, steps):
+    """A WriteRequest of writer `writer`: `steps` of metric loss for each run (value = run-specific)."""
+    req = pb.WriteRequest(writer_id=writer, sequence=sequence)
+    for run in runs:
+        batch = req.runs.add(project=PROJECT, run=run)
+        batch.steps.extend(steps)
+        batch.times.extend(T0 + s for s in steps)
+        batch.metrics.add(name="loss", values=[value(run, s) for s in steps])
+    return req
+
+
+def value(run, step):
+    return (sum(map(ord, run)) % 97) + step / 8.0
+
+
+def series_of(node, runs):
+    """run -> [(step, value)] read through `node` (raw points)."""
+    params = [("project", PROJECT), ("metric", "loss")] + [("run", r) for r in runs]
+    r = node.get("/api/v1/series", params)
+    if r.status == 404:
+        return {}
+    assert r.status == 200, r
+    return {s["run"]: [(p[0], p[-1]) for p in s["points"]] for s in r.json()["series"]}
+
+
+def expected_series(expected, runs):
+    return {run: sorted(expected[run].items()) for run in runs}
+
+
+def check_every_node(nodes, expected):
+    """Every node answers with exactly the expected points of every run (each once)."""
+    runs = sorted(expected)
+    want = expected_series(expected, runs)
+    for node in nodes:
+        # A node applies the stream on its own: wait until it has caught up, then compare exactly.
+        wait_until(lambda: all(len(points) >= len(want[run]) for run, points in series_of(node, runs).items())
+                   and len(series_of(node, runs)) == len(runs), "%s to apply every write" % node.url)
+        got = series_of(node, runs)
+        for run in runs:
+            steps = [s for s, _ in got[run]]
+            assert len(steps) == len(set(steps)), "%s: run %s has a step twice: %s" % (node.url, run, steps)
+            assert got[run] == want[run], (node.url, run)
+        listed = node.get_json("/api/v1/runs", {"project": PROJECT, "limit": 1000})
+        assert sorted(r["id"] for r in listed["runs"]) == runs, node.url
+
+
+def write_concurrently(pb, nodes, writers, sequences, expected, lock):
+    """Each writer sends its batches through its own node, all at once; returns the errors."""
+    errors = []
+
+    def writer_thread(i):
+        node = nodes[i % len(nodes)]
+        runs = writers[i]
+        for seq in sequences:
+            steps = list(range((seq - 1) * 10, seq * 10))
+            r = ingest_pb.post(node, request(pb, "w%d" % i, seq, runs, steps))
+            if r.status != 200 or r.json()["duplicate_batch"]:
+                errors.append((i, seq, r))
+                return
+            with lock:
+                for run in runs:
+                    for s in steps:
+                        expected.setdefault(run, {})[s] = value(run, s)
+
+    threads = [threading.Thread(target=writer_thread, args=(i,)) for i in range(len(writers))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return errors
+
+
+WRITERS = [["r%d-%d" % (w, k) for k in range(4)] for w in range(3)]  # 12 runs over the partitions
+EXPECTED = {}
+
+
+def test_writes_through_any_node_are_stored_once_and_read_through_every_node(cluster):
+    pb = ingest_pb.load()
+    nodes = cluster["nodes"]
+    # Every partition gets an owner, and each node a share.
+    wait_until(lambda: sum(owned(n) for n in nodes) == PARTITIONS and all(owned(n) > 0 for n in nodes),
+               "the partitions to be spread over the three nodes")
+    lock = threading.Lock()
+    errors = write_concurrently(pb, nodes, WRITERS, range(1, 9), EXPECTED, lock)
+    assert not errors, errors
+    # A batch resent through another node (the SDK retrying after a lost acknowledgement) is a
+    # duplicate: JetStream's window has its message ids.
+    for i, runs in enumerate(WRITERS):
+        r = ingest_pb.post(nodes[(i + 1) % 3], request(pb, "w%d" % i, 4, runs, list(range(30, 40))))
+        assert r.status == 200, r
+        assert r.json()["duplicate_batch"] is True, r
+    check_every_node(nodes, EXPECTED)
+    assert sum(len(v) for v in EXPECTED.values()) == 3 * 4 * 8 * 10
+
+
+def test_a_killed_node_partitions_are_taken_over_and_nothing_is_lost(cluster):
+    pb = ingest_pb.load()
+    nodes = cluster["nodes"]
+    assert EXPECTED, "runs after the first test"
+    victim = nodes[2]
+    assert owned(victim) > 0
+    victim.kill9()
+    survivors = nodes[:2]
+    # Its leases expire (--cluster-lease 3s) and the survivors' balancers take its partitions.
+    wait_until(lambda: sum(owned(n) for n in survivors) == PARTITIONS,
+               "the survivors to own every partition", timeout=90)
+    lock = threading.Lock()
+    errors = write_concurrently(pb, survivors, WRITERS, range(9, 12), EXPECTED, lock)
+    assert not errors, errors
+    check_every_node(survivors, EXPECTED)
+
+
+def test_writes_are_refused_with_503_while_nats_is_unreachable_and_reads_go_on(cluster):
+    pb = ingest_pb.load()
+    node = cluster["nodes"][0]
+    assert EXPECTED, "runs after the first test"
+    for n in cluster["nats"]:
+        n.kill()
+    r = ingest_pb.post(node, request(pb, "w-down", 1, ["r-down"], [0, 1, 2]), timeout=120)
+    assert r.status == 503, r
+    assert r.headers.get("Retry-After") == "1", r.headers
+    runs = sorted(EXPECTED)
+    assert series_of(node, runs) == expected_series(EXPECTED, runs)
