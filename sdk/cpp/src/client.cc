@@ -65,6 +65,12 @@ std::unique_ptr<Run> Client::StartRun(const RunOptions& options) {
     if (!options.resume) meta->set_start_time(sdk::UnixNow());
     meta->set_host(HostName());
   }
+  // The first heartbeat goes with the start: the server knows the run's (the rank's) heartbeat
+  // interval from its first batch, so a rank that dies before the batcher's next heartbeat is
+  // still judged by it (rank_dead) rather than by a floor.
+  if (core_->options().heartbeat_interval_seconds > 0) {
+    batch.mutable_heartbeat()->set_interval_seconds(core_->options().heartbeat_interval_seconds);
+  }
   core_->AddRunBatch(std::move(batch), false);
   std::unique_ptr<Run> run(new Run(core_, state));
   if (options.system_metrics_interval_seconds > 0) {
