@@ -53,7 +53,10 @@ RankDetector::Rank* RankDetector::SlotFor(const RankId& id) {
   }
   Rank& r = ranks_[it->second];
   if (!id.host.empty() && id.host != r.host) r.host = std::string(id.host);
-  if (id.world_size > 0) r.world_size = id.world_size;
+  if (id.world_size > 0) {
+    r.world_size = id.world_size;
+    world_size_ = std::max(world_size_, std::min<uint32_t>(id.world_size, kMaxRanks));
+  }
   r.local_rank = id.local_rank;
   return &r;
 }
@@ -158,18 +161,20 @@ void RankDetector::Observe(const RankId& id, int64_t step, double time, double a
     const auto& ttc = options_.bindings.time_to_collective;
     if (std::find(ttc.begin(), ttc.end(), name) != ttc.end()) {
       cell_for().ttc.emplace_back(index, value);
+      ++pending_values_;
     } else {
       const auto& rep = options_.bindings.replicated;
       if (std::find(rep.begin(), rep.end(), name) != rep.end()) {
         auto& values = cell_for().replicated[std::string(name)];
         values.emplace_back(index, value);
+        ++pending_values_;
       }
     }
   }
   bool training = false;
   for (const auto& [name, value] : metrics) training |= !IsEvalMetric(name, options_.bindings);
   if (training || !bad.empty()) NanRow(r, step, time, arrival, bad, bad.empty(), out);
-  if (pending_.size() > kMaxPendingSteps) {
+  while (pending_.size() > kMaxPendingSteps || pending_values_ > kMaxPendingValues) {
     // A rank far behind (not yet dead) holds the comparison back: compare the oldest with what it
     // has.
     auto oldest = pending_.begin();
@@ -322,12 +327,16 @@ void RankDetector::ReplicatedMetric(int64_t step, const std::string& name,
 
 void RankDetector::CompleteSteps(bool force_all, std::vector<Alert>* out) {
   if (pending_.empty()) return;
-  // A step is complete once every live rank has sent a later one.
+  // A step is complete once every live rank has sent a later one, and every rank of the world
+  // size the ranks said has been seen (those not seen yet would have their say).
   std::optional<int64_t> horizon;
+  size_t seen = 0;
   for (const Rank& r : ranks_) {
+    seen += r.has_step;
     if (!Live(r)) continue;
     horizon = horizon ? std::min(*horizon, r.latest_step) : r.latest_step;
   }
+  if (seen < world_size_) horizon.reset();
   while (!pending_.empty() && (force_all || (horizon && pending_.begin()->first < *horizon))) {
     auto first = pending_.begin();
     const int64_t step = first->first;
@@ -338,6 +347,9 @@ void RankDetector::CompleteSteps(bool force_all, std::vector<Alert>* out) {
 }
 
 void RankDetector::CompareStep(int64_t step, const StepCell& cell, std::vector<Alert>* out) {
+  size_t values = cell.ttc.size();
+  for (const auto& [name, v] : cell.replicated) values += v.size();
+  pending_values_ -= std::min(pending_values_, values);
   if (cell.ttc.size() >= 2) Straggler(step, cell.ttc, out);
   for (const auto& [name, values] : cell.replicated) ReplicatedMetric(step, name, values, out);
 }

@@ -10,8 +10,9 @@
 // receipt time online; offline, where there is none, the rows' times stand in). rank_dead and
 // collective_hang are judged only by Check(now).
 //
-// State: per rank O(1) plus two rings of 16 intervals; per step not yet complete, one value per
-// rank of the time-to-collective and the replicated metrics (at most kMaxPendingSteps steps).
+// State: per rank O(1) plus three rings of 16 intervals; per step not yet complete, one value per
+// rank of the time-to-collective and the replicated metrics (at most kMaxPendingValues values).
+// A rank that said the world size is W makes the comparisons wait until W ranks have been seen.
 // At most kMaxRanks ranks are watched; rows of further ranks are ignored.
 //
 // Thread-safety: none; one owner calls it.
@@ -44,7 +45,10 @@ struct RankId {
 class RankDetector {
  public:
   static constexpr size_t kMaxRanks = 16384;
-  static constexpr size_t kMaxPendingSteps = 256;
+  // Values waiting for the other ranks' values of their step; beyond either bound the oldest step
+  // is compared with what it has.
+  static constexpr size_t kMaxPendingSteps = 1 << 16;
+  static constexpr size_t kMaxPendingValues = 1 << 20;
   // A non-finite row waits at most this long (on the arrival clock) for the other ranks' rows of
   // its step before `nan` is attributed to the ranks seen so far.
   static constexpr double kNanWaitSeconds = 5;
@@ -152,6 +156,8 @@ class RankDetector {
   std::vector<Rank> ranks_;
   std::unordered_map<uint32_t, uint32_t> slot_of_;  // rank -> index in ranks_
   std::map<int64_t, StepCell> pending_;
+  size_t pending_values_ = 0;
+  uint32_t world_size_ = 0;  // the largest world size a rank said
   std::map<std::string, ReplicatedState, std::less<>> replicated_;
   std::vector<double> scratch_;
   // nan: the earliest non-finite step seen while no nan incident is open, and its ranks.

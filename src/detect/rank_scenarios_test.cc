@@ -224,6 +224,24 @@ TEST(RankScenarios, ASlowDataLoaderMakesAStragglerWithin20Steps) {
   }
 }
 
+TEST(RankScenarios, WholeRanksAtOnceAsOfflineFilesGiveThemAreComparedToo) {
+  // `trainwatch detect` on a file of JSON lines: one batch per rank, rank after rank. The ranks
+  // said the world size: the comparisons wait for all four.
+  SimOptions sim;
+  sim.ranks = 4;
+  sim.batch_rows = 1500;
+  sim.heartbeat = 0;
+  Simulation run(sim);
+  auto healthy = Healthy(24);
+  run.values = [&](int rank, int64_t step) {
+    RowValues v = healthy(rank, step);
+    if (rank == 2 && step >= 1000) v.ttc += 0.2;
+    return v;
+  };
+  run.Run();
+  EXPECT_THAT(run.Fired(), testing::ElementsAre(testing::StartsWith("straggler@100")));
+}
+
 TEST(RankScenarios, AStragglerIsNotJudgedOnOneSlowBatch) {
   Simulation run(SimOptions{});
   auto healthy = Healthy(12);
