@@ -14,7 +14,7 @@ APT_PACKAGES=(
   clang libclang-rt-14-dev llvm-14 clang-format
   pybind11-dev python3-dev python3-numpy python3-pytest python3-grpcio python3-protobuf python3-websocket python3-jsonschema
   python3-torch python3-sklearn python3-optuna python3-skorch python3-pip python3-setuptools python3-wheel python3-venv
-  curl procps prometheus-alertmanager chromium python3-influxdb influxdb influxdb-client prometheus libsnappy-dev
+  curl procps prometheus-alertmanager chromium poppler-utils python3-influxdb influxdb influxdb-client prometheus libsnappy-dev
   nats-server libnats-dev
 )
 

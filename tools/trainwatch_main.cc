@@ -17,6 +17,7 @@
 #include "import_command.h"
 #include "import_options.h"
 #include "keys_command.h"
+#include "report_command.h"
 #include "server/config.h"
 #include "server/server.h"
 #include "server/version.h"
@@ -35,6 +36,7 @@ constexpr const char* kUsage =
     "  import    import TensorBoard event files (import --help)\n"
     "  watch     tail TensorBoard event files into the server as they are written (watch --help)\n"
     "  export    write a run as a TensorBoard event file (export --help)\n"
+    "  report    write a run's training report, HTML or PDF (report --help)\n"
     "  keys      create, list and revoke API keys (keys --help)\n"
     "  audit     print the audit log (audit --help)\n"
     "  version   print the version\n";
@@ -135,6 +137,7 @@ int main(int argc, char** argv) {
   if (command == "import") return trainwatch::tools::ImportCommand(args);
   if (command == "watch") return trainwatch::tools::WatchCommand(args);
   if (command == "export") return trainwatch::tools::ExportCommand(args);
+  if (command == "report") return trainwatch::tools::ReportCommand(args);
   if (command == "keys") return trainwatch::tools::KeysCommand(args);
   if (command == "audit") return trainwatch::tools::AuditCommand(args);
   if (command == "help" || command == "--help" || command == "-h") {

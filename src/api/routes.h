@@ -45,6 +45,7 @@ void RegisterMediaRoutes(HttpServer& server, ApiContext& ctx);    // media_route
 void RegisterOpsRoutes(HttpServer& server, ApiContext& ctx);      // ops_routes.cc
 void RegisterAlertRoutes(HttpServer& server, ApiContext& ctx);    // alert_routes.cc
 void RegisterKeyRoutes(HttpServer& server, ApiContext& ctx);  // key_routes.cc (keys, tokens, audit)
+void RegisterReportRoutes(HttpServer& server, ApiContext& ctx);  // report_routes.cc
 void RegisterInfluxRoutes(HttpServer& server,
                           ApiContext& ctx);  // influx_routes.cc (/write, /query, /ping)
 void RegisterPromRoutes(HttpServer& server,
@@ -61,6 +62,7 @@ inline void RegisterRoutes(HttpServer& server, ApiContext& ctx) {
   RegisterOpsRoutes(server, ctx);
   RegisterAlertRoutes(server, ctx);
   RegisterKeyRoutes(server, ctx);
+  RegisterReportRoutes(server, ctx);
   RegisterInfluxRoutes(server, ctx);
   RegisterPromRoutes(server, ctx);
   server.WebSocket("/api/v1/live", ctx.live.Handler());

@@ -423,6 +423,9 @@ Result<Report> CollectReport(const query::Querier& querier, const alerting::Aler
   for (const RunSummary& c : report.compared) configs.push_back(&c.info.config);
   report.config = ConfigTable(configs);
 
+  // Distributed runs: the ranks.
+  TW_RETURN_IF_ERROR(CollectRanks(querier, request, metrics, &report));
+
   // System and GPU metrics, against the time since the start.
   std::vector<std::string> system;
   for (const storage::MetricInfo& m : metrics) {

@@ -17,6 +17,7 @@
 #include "alerting/alert_record.h"
 #include "common/status.h"
 #include "query/downsample.h"
+#include "storage/engine.h"
 #include "storage/run_info.h"
 
 namespace trainwatch::alerting {
@@ -109,6 +110,19 @@ struct ConfigRow {
   bool differs = false;
 };
 
+// One rank of a distributed run (docs/distributed.md): its progress and a few metrics' per-rank
+// values over the whole run.
+struct RankSummary {
+  uint32_t rank = 0;
+  std::string host;
+  int64_t last_step = -1;
+  double steps_per_second = 0;
+  int64_t lag = 0;                           // steps behind the median rank
+  std::string status;                        // running, dead, finished
+  std::vector<std::optional<double>> means;  // one per Report::rank_metrics; nullopt: none
+  std::vector<std::optional<double>> maxes;
+};
+
 struct Report {
   ReportRequest request;
   RunSummary run;
@@ -117,9 +131,12 @@ struct Report {
   std::map<std::string, std::vector<MetricStats>> compared_metrics;  // by compared run id
   std::vector<PhaseTime> phases;
   std::vector<Chart> charts;
-  std::vector<AlertEntry> alerts;  // by step
-  bool alerts_available = true;    // false: the server keeps no alerts
-  std::vector<ConfigRow> config;   // every path of every run's config
+  std::vector<AlertEntry> alerts;         // by step
+  bool alerts_available = true;           // false: the server keeps no alerts
+  std::vector<ConfigRow> config;          // every path of every run's config
+  uint32_t world_size = 0;                // 0: not a distributed run (no ranks section)
+  std::vector<std::string> rank_metrics;  // the metrics compared across ranks
+  std::vector<RankSummary> ranks;
   std::vector<SystemStat> system;
   std::vector<Chart> system_charts;
   double generated_at = 0;
@@ -130,6 +147,11 @@ struct Report {
 // null (no alerts section). Every read goes through `querier`.
 Result<Report> CollectReport(const query::Querier& querier, const alerting::AlertManager* alerts,
                              const ReportRequest& request);
+
+// The per-rank summary of a distributed run into report->world_size, rank_metrics and ranks
+// (collect_ranks.cc); nothing for a run without ranks. `report->metrics` must be filled.
+Status CollectRanks(const query::Querier& querier, const ReportRequest& request,
+                    const std::vector<storage::MetricInfo>& metrics, Report* report);
 
 // Which way is better for a metric, from its name: -1 for losses and errors, +1 for accuracies and
 // scores, 0 otherwise.

@@ -470,6 +470,38 @@ void System(const Report& r, std::string* out) {
   *out += "</div></section>";
 }
 
+void Ranks(const Report& r, std::string* out) {
+  *out +=
+      "<section id=\"ranks\" data-section=\"ranks\"><h2>Ranks</h2><p>" +
+      std::to_string(r.ranks.size()) + " rank" + (r.ranks.size() == 1 ? "" : "s") +
+      " of a world of " + std::to_string(r.world_size) +
+      " (docs/distributed.md). Lag: steps behind the median rank; the metrics' mean and maximum "
+      "over each rank's whole run.</p><table class=\"ranks\"><tr><th class=\"num\">rank</th>"
+      "<th>host</th><th>status</th><th class=\"num\">last step</th><th class=\"num\">steps/s</th>"
+      "<th class=\"num\">lag</th>";
+  for (const std::string& m : r.rank_metrics) {
+    *out += "<th class=\"num\">" + Esc(m) + " mean</th><th class=\"num\">max</th>";
+  }
+  *out += "</tr>";
+  for (const RankSummary& k : r.ranks) {
+    *out += "<tr data-rank=\"" + std::to_string(k.rank) + "\"><td class=\"num\">" +
+            std::to_string(k.rank) + "</td><td>" + (k.host.empty() ? "–" : Esc(k.host)) +
+            "</td><td>" + Esc(k.status) + "</td><td class=\"num\">" +
+            (k.last_step >= 0 ? std::to_string(k.last_step) : "–") + "</td><td class=\"num\">" +
+            (k.steps_per_second > 0 ? Esc(FormatNumber(k.steps_per_second, 4)) : "–") +
+            "</td><td class=\"num\">" + std::to_string(k.lag) + "</td>";
+    for (size_t i = 0; i < r.rank_metrics.size(); ++i) {
+      auto cell = [&](const std::optional<double>& v) {
+        *out += "<td class=\"num\">" + (v ? Esc(FormatNumber(*v, 4)) : std::string("–")) + "</td>";
+      };
+      cell(i < k.means.size() ? k.means[i] : std::nullopt);
+      cell(i < k.maxes.size() ? k.maxes[i] : std::nullopt);
+    }
+    *out += "</tr>";
+  }
+  *out += "</table></section>";
+}
+
 }  // namespace
 
 std::string FormatDuration(double seconds) {
@@ -527,6 +559,7 @@ std::string RenderReportHtml(const Report& r) {
   Alerts(r, &out);
   Config(r, &out);
   System(r, &out);
+  if (!r.ranks.empty()) Ranks(r, &out);
   out += "<footer>" + Esc(r.request.generator) +
          " · a self-contained file: no scripts, fonts or network.</footer></main></body></html>\n";
   return out;

@@ -146,6 +146,21 @@ TEST(RenderReportHtml, HasEverySectionAndNoExternalReference) {
   EXPECT_THAT(html, Not(HasSubstr("https://")));
 }
 
+TEST(RenderReportHtml, RanksSectionOnlyForDistributedRuns) {
+  Report r;
+  r.run.info.id = "job";
+  EXPECT_THAT(RenderReportHtml(r), Not(HasSubstr("data-section=\"ranks\"")));
+  r.world_size = 2;
+  r.rank_metrics = {"time/step"};
+  r.ranks.push_back({0, "node-a", 100, 2.5, 0, "running", {0.1}, {0.3}});
+  r.ranks.push_back({1, "node-b", 90, 2.0, 10, "dead", {std::nullopt}, {std::nullopt}});
+  const std::string html = RenderReportHtml(r);
+  EXPECT_THAT(html, HasSubstr("data-section=\"ranks\""));
+  EXPECT_THAT(
+      html, HasSubstr("<tr data-rank=\"1\"><td class=\"num\">1</td><td>node-b</td><td>dead</td>"));
+  EXPECT_THAT(html, HasSubstr("time/step mean"));
+}
+
 TEST(FormatDuration, Units) {
   EXPECT_EQ(FormatDuration(4.25), "4.25 s");
   EXPECT_EQ(FormatDuration(125), "2m 05s");

@@ -18,6 +18,7 @@ FLAGS = {
     "keys": ["--name", "--scope", "--project", "--expires", "--allow-from"] + SERVER_FLAGS + ["--data-dir"],
     "audit": ["--key", "--action", "--failures", "--limit"] + SERVER_FLAGS + ["--data-dir"],
     "sync": SERVER_FLAGS + ["--timeout"],
+    "report": ["--compare", "--out", "--chromium", "--project"] + SERVER_FLAGS,
 }
 # Arguments that are complete but for what a test adds, per command.
 VALID = {
@@ -28,10 +29,12 @@ VALID = {
     "keys": ["list", "--server", "http://127.0.0.1:1"],
     "audit": ["--server", "http://127.0.0.1:1"],
     "sync": ["spool"],
+    "report": ["demo/run"],
 }
 # A flag that takes a value, per command.
 VALUE_FLAG = {"import": "--project", "watch": "--state", "export": "--project", "detect": "--rules",
-              "keys": "--scope", "audit": "--key", "sync": "--server"}
+              "keys": "--scope", "audit": "--key", "sync": "--server",
+              "report": "--out"}
 
 
 def cli(*args, env=None, cwd=None):
@@ -107,6 +110,9 @@ def test_bad_values_are_named(command, args, message):
     ("export", ["--tfevents", "out"], "missing RUN"),
     ("detect", ["--resolved"], "missing FILE.jsonl"),
     ("sync", [], "missing DIR"),
+    ("report", [], "missing PROJECT/RUN"),
+    ("report", ["demo/"], "PROJECT/RUN: 'demo/' names no run"),
+    ("report", ["a/b", "--out", "r.txt"], "--out: 'r.txt' must end in .html or .pdf"),
     ("keys", [], "missing ACTION"),
     ("import", ["a", "b"], "unexpected argument 'b'"),
     ("sync", ["a", "b"], "unexpected argument 'b'"),
