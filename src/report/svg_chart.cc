@@ -182,8 +182,9 @@ std::string EnvelopeSvg(const Chart& chart, const SvgChartOptions& options) {
       run.push_back(&b);
       const double mean = b.sum / static_cast<double>(b.count - b.nan_count);
       const double xm = px(x0 + bw * (b.index + 0.5));
-      line += (static_cast<int64_t>(b.index) == prev + 1 ? "L" : "M") + Num(xm) + " " +
-              Num(py(std::isfinite(mean) ? mean : b.last));
+      // the means join across empty buckets (a sparse series is a line), not across NaN
+      line +=
+          (prev >= 0 ? "L" : "M") + Num(xm) + " " + Num(py(std::isfinite(mean) ? mean : b.last));
       prev = b.index;
     }
     flush();
