@@ -8,6 +8,8 @@
 #include <condition_variable>
 #include <functional>
 #include <future>
+#include <memory>
+#include <set>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -396,6 +398,125 @@ TEST_F(ClientTest, SystemMetricsIncludeFakeGpus) {
   EXPECT_EQ(util.back().value, 15.0);  // the fake reports 10 * i + 5
   EXPECT_GE(Read("sys", "system/process_rss_bytes").back().value, 1e6);
   ExpectExactlySteps("sys", 3);  // samples did not disturb the training steps
+}
+
+// The run batches the server applied, as its commit listener saw them. Shared with the listener,
+// which the server may call until it stops (after the test's locals are gone).
+struct SeenBatches {
+  Mutex mu;
+  std::vector<v1::RunBatch> batches TW_GUARDED_BY(mu);
+  std::vector<v1::RunBatch> Of(const std::string& run) {
+    MutexLock lock(mu);
+    std::vector<v1::RunBatch> of;
+    for (const v1::RunBatch& b : batches) {
+      if (b.run() == run) of.push_back(b);
+    }
+    return of;
+  }
+};
+
+TEST_F(ClientTest, EveryBatchOfARankCarriesItsRankAndOnlyRankZeroSendsRunMetadata) {
+  StartServer();
+  auto seen = std::make_shared<SeenBatches>();
+  server_->engine().SetCommitListener(
+      [this, seen](const v1::WriteRequest& request, const storage::WriteOutcome&) {
+        {
+          MutexLock lock(seen->mu);
+          for (const v1::RunBatch& b : request.runs()) seen->batches.push_back(b);
+        }
+        MutexLock lock(commits_mu_);
+        ++commits_;
+        commits_cv_.notify_all();
+      });
+  ClientOptions o = Options();
+  o.heartbeat_interval_seconds = 0.05;
+  Client client(o);
+  auto start = [&](int rank, uint32_t local_rank) {
+    RunOptions r = Quiet("dist");
+    r.name = "job";
+    r.tags = {"t"};
+    r.config_json = R"({"lr":0.1})";
+    r.rank = {.rank = rank, .world_size = 4, .local_rank = local_rank, .host = "node-b"};
+    r.system_metrics_interval_seconds = 0.05;
+    r.nvml_library = FAKE_NVML_PATH;
+    r.machine_metrics = local_rank == 0;
+    r.gpu_index = static_cast<int>(local_rank);
+    return client.StartRun(r);
+  };
+  auto rank2 = start(2, 1);
+  auto rank0 = start(0, 0);
+  for (trainwatch::Run* run : {rank2.get(), rank0.get()}) {
+    LogSteps(*run, 0, 5);
+    run->LogHistogram(4, "h", {{0, 1}, {3}});
+    run->LogText(4, "note", "hello");
+    run->SetConfig(R"({"batch":32})");
+    run->SetTags({"more"});
+    run->SetGraph(R"({"name":""})");
+  }
+  auto kinds_of = [&](int rank) {
+    std::set<std::string> kinds;
+    for (const v1::RunBatch& b : seen->Of("dist")) {
+      if (!b.has_rank() || static_cast<int>(b.rank().rank()) != rank) continue;
+      if (b.has_heartbeat()) kinds.insert("heartbeat");
+      if (b.sampled()) kinds.insert("sampled");
+      if (!b.sampled() && b.steps_size() > 0) kinds.insert("rows");
+    }
+    return kinds;
+  };
+  ASSERT_TRUE(AwaitCommitted([&] { return kinds_of(2).size() == 3 && kinds_of(0).size() == 3; }))
+      << "rows, system samples and heartbeats of both ranks did not all arrive";
+  rank2->Finish("crashed");
+  rank0->Finish();
+  ASSERT_TRUE(client.Flush(20));
+
+  std::vector<v1::RunBatch> batches = seen->Of("dist");
+  std::set<std::string> rank2_sampled, rank0_sampled;
+  int rank2_statuses = 0;
+  for (const v1::RunBatch& b : batches) {
+    ASSERT_TRUE(b.has_rank()) << b.ShortDebugString();
+    const uint32_t rank = b.rank().rank();
+    ASSERT_TRUE(rank == 0 || rank == 2) << b.ShortDebugString();
+    EXPECT_EQ(b.rank().world_size(), 4u);
+    EXPECT_EQ(b.rank().local_rank(), rank == 2 ? 1u : 0u);
+    EXPECT_EQ(b.rank().host(), "node-b");
+    for (const v1::MetricColumn& c : b.metrics()) {
+      if (b.sampled()) (rank == 2 ? rank2_sampled : rank0_sampled).insert(c.name());
+    }
+    if (rank != 2) continue;
+    // Rank 2 leaves the run's metadata (name, tags, config, graph, start time) to rank 0.
+    if (b.has_metadata()) {
+      const v1::RunMetadata& m = b.metadata();
+      EXPECT_EQ(m.name(), "");
+      EXPECT_EQ(m.tags_size(), 0);
+      EXPECT_EQ(m.config_json(), "");
+      EXPECT_EQ(m.graph_json(), "");
+      EXPECT_EQ(m.start_time(), 0);
+      EXPECT_TRUE(m.status() == "running" || m.status() == "crashed") << m.status();
+      ++rank2_statuses;
+    }
+  }
+  EXPECT_EQ(rank2_statuses, 2);  // running at the start, its finish
+  // Each rank samples its own GPU under one name; the machine's series come from local rank 0.
+  EXPECT_TRUE(rank2_sampled.count("system/gpu/utilization_percent"));
+  EXPECT_TRUE(rank2_sampled.count("system/process_rss_bytes"));
+  EXPECT_FALSE(rank2_sampled.count("system/memory_percent"));
+  EXPECT_FALSE(rank2_sampled.count("system/gpu/1/utilization_percent"));
+  EXPECT_TRUE(rank0_sampled.count("system/memory_percent"));
+  EXPECT_TRUE(rank0_sampled.count("system/gpu/utilization_percent"));
+  // Rank 0's metadata, histograms and texts went out with its rank too.
+  auto info = server_->engine().GetRun("p", "dist");
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->name, "job");
+  EXPECT_EQ(info->config["lr"], 0.1);
+  EXPECT_EQ(info->config["batch"], 32);
+  int histograms = 0, texts = 0;
+  for (const v1::RunBatch& b : batches) {
+    histograms += b.histograms_size();
+    texts += b.texts_size();
+  }
+  EXPECT_EQ(histograms, 2);
+  EXPECT_EQ(texts, 2);
+  StopServer();  // before `seen`'s other owners go
 }
 
 TEST_F(ClientTest, HeartbeatsStopWhenTheRunIsDroppedAndTheServerMarksItCrashed) {
