@@ -33,7 +33,8 @@ HttpResponse RenderIngestResult(const ingest::IngestResult& r) {
     body.push_back('}');
   }
   body += "],\"errors_omitted\":" +
-          std::to_string(r.errors.size() > kMaxErrorsReported ? r.errors.size() - kMaxErrorsReported : 0) +
+          std::to_string(r.errors.size() > kMaxErrorsReported ? r.errors.size() - kMaxErrorsReported
+                                                              : 0) +
           "}\n";
   // Partial success is a 400 that still reports what was stored, as InfluxDB does.
   return HttpResponse::Json(r.errors.empty() ? 200 : 400, std::move(body));
@@ -61,13 +62,20 @@ Status MetadataFromJson(const std::string& body, v1::RunMetadata* meta) {
   try {
     for (auto it = j.begin(); it != j.end(); ++it) {
       const std::string& key = it.key();
-      if (key == "name") meta->set_name(it->get<std::string>());
-      else if (key == "group") meta->set_group(it->get<std::string>());
-      else if (key == "host") meta->set_host(it->get<std::string>());
-      else if (key == "status") meta->set_status(it->get<std::string>());
-      else if (key == "start_time") meta->set_start_time(it->get<double>());
-      else if (key == "end_time") meta->set_end_time(it->get<double>());
-      else if (key == "replace_tags") meta->set_replace_tags(it->get<bool>());
+      if (key == "name")
+        meta->set_name(it->get<std::string>());
+      else if (key == "group")
+        meta->set_group(it->get<std::string>());
+      else if (key == "host")
+        meta->set_host(it->get<std::string>());
+      else if (key == "status")
+        meta->set_status(it->get<std::string>());
+      else if (key == "start_time")
+        meta->set_start_time(it->get<double>());
+      else if (key == "end_time")
+        meta->set_end_time(it->get<double>());
+      else if (key == "replace_tags")
+        meta->set_replace_tags(it->get<bool>());
       else if (key == "tags") {
         for (const auto& t : it->get<std::vector<std::string>>()) meta->add_tags(t);
       } else if (key == "config") {
@@ -112,11 +120,13 @@ Result<int64_t> RewindStepFromJson(const std::string& body) {
   }
   auto step = j.find("step");
   if (step == j.end()) return Status::InvalidArgument("field 'step' is required");
-  if (step->is_number_unsigned() && step->get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+  if (step->is_number_unsigned() &&
+      step->get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
     return static_cast<int64_t>(step->get<uint64_t>());
   }
   if (step->is_number_integer() && step->get<int64_t>() >= 0) return step->get<int64_t>();
-  return Status::InvalidArgument("field 'step' must be an integer from 0 to 2^63-1, not " + step->dump());
+  return Status::InvalidArgument("field 'step' must be an integer from 0 to 2^63-1, not " +
+                                 step->dump());
 }
 
 // A rewind is a metadata-only write (RunMetadata.rewind_step): logged, so durable before the
@@ -144,50 +154,61 @@ void HandleRunRewind(ApiContext& ctx, HttpRequest&& req, Responder respond) {
   batch->set_project(project);
   batch->set_run(run);
   batch->mutable_metadata()->set_rewind_step(*step);
-  ctx.ingestor.WriteProto(std::move(request), [respond, project, run, step = *step](
-                                                  ingest::IngestResult result) {
-    if (!result.status.ok()) {
-      respond(HttpResponse::Error(HttpStatusOf(result.status), result.status.ToString()));
-      return;
-    }
-    if (!result.errors.empty()) {  // validated above; the ingestor's word is final
-      respond(HttpResponse::Error(400, result.errors.front().message));
-      return;
-    }
-    std::string body = "{\"project\":";
-    AppendString(&body, project);
-    body += ",\"run\":";
-    AppendString(&body, run);
-    body += ",\"step\":" + std::to_string(step) +
-            ",\"series_rewound\":" + std::to_string(result.series_rewound) + "}\n";
-    respond(HttpResponse::Json(200, std::move(body)));
-  });
+  ctx.ingestor.WriteProto(
+      std::move(request), [respond, project, run, step = *step](ingest::IngestResult result) {
+        if (!result.status.ok()) {
+          respond(HttpResponse::Error(HttpStatusOf(result.status), result.status.ToString()));
+          return;
+        }
+        if (!result.errors.empty()) {  // validated above; the ingestor's word is final
+          respond(HttpResponse::Error(400, result.errors.front().message));
+          return;
+        }
+        std::string body = "{\"project\":";
+        AppendString(&body, project);
+        body += ",\"run\":";
+        AppendString(&body, run);
+        body += ",\"step\":" + std::to_string(step) +
+                ",\"series_rewound\":" + std::to_string(result.series_rewound) + "}\n";
+        respond(HttpResponse::Json(200, std::move(body)));
+      });
 }
 
 }  // namespace
 
 int HttpStatusOf(const Status& status) {
   switch (status.code()) {
-    case StatusCode::kOk: return 200;
-    case StatusCode::kInvalidArgument: return 400;
-    case StatusCode::kNotFound: return 404;
-    case StatusCode::kAlreadyExists: return 409;
-    case StatusCode::kResourceExhausted: return 507;
-    case StatusCode::kUnavailable: return 503;
-    case StatusCode::kUnauthenticated: return 401;
-    case StatusCode::kPermissionDenied: return 403;
-    default: return 500;
+    case StatusCode::kOk:
+      return 200;
+    case StatusCode::kInvalidArgument:
+      return 400;
+    case StatusCode::kNotFound:
+      return 404;
+    case StatusCode::kAlreadyExists:
+      return 409;
+    case StatusCode::kResourceExhausted:
+      return 507;
+    case StatusCode::kUnavailable:
+      return 503;
+    case StatusCode::kUnauthenticated:
+      return 401;
+    case StatusCode::kPermissionDenied:
+      return 403;
+    default:
+      return 500;
   }
 }
 
 void RegisterWriteRoutes(HttpServer& server, ApiContext& ctx) {
   RouteOptions write;  // write scope, the default for a POST
-  write.body_types = {"application/x-ndjson", "application/jsonl", "application/json", "application/x-protobuf",
-                      "application/protobuf"};
+  write.body_types = {"application/x-ndjson", "application/jsonl", "application/json",
+                      "application/x-protobuf", "application/protobuf"};
   write.projects_in_body = true;
   server.Route(
       "POST", "/api/v1/write",
-      [&ctx](HttpRequest&& req, Responder respond) { HandleWrite(ctx, std::move(req), std::move(respond)); },
+      [&ctx](HttpRequest&& req, Responder respond) {
+        HandleWrite(ctx, std::move(req), std::move(respond));
+      },
       write);
   server.Route("POST", "/api/v1/runs/update", [&ctx](HttpRequest&& req, Responder respond) {
     HandleRunUpdate(ctx, std::move(req), std::move(respond));
