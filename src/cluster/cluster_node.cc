@@ -135,12 +135,14 @@ Status ClusterNode::RetryJoin(const char* what, const std::function<Status()>& s
 }
 
 void ClusterNode::Run() {
+  size_t publishers = 0;
   {
     MutexLock lock(mu_);
     if (running_ || stop_) return;
     running_ = true;
+    publishers = queues_.size();  // fixed at construction
   }
-  for (size_t i = 0; i < queues_.size(); ++i) {
+  for (size_t i = 0; i < publishers; ++i) {
     publishers_.emplace_back([this, i] { PublishLoop(i); });
   }
   applier_ = std::thread([this] { ApplyLoop(); });
