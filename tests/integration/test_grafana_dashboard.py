@@ -9,6 +9,7 @@ import re
 
 import pytest
 import yaml
+from urllib.parse import urlencode
 
 from conftest import REPO, http
 from harness.wait import wait_until
@@ -70,12 +71,30 @@ def expand(q, variables):
     return q
 
 
-def test_the_data_source_points_at_the_influxdb_api():
-    (source,) = yaml.safe_load(open(DATASOURCES))["datasources"]
-    assert source["type"] == "influxdb" and source["uid"] == "trainwatch-influx"
+def test_the_data_sources_point_at_both_apis():
+    sources = {source["uid"]: source for source in yaml.safe_load(open(DATASOURCES))["datasources"]}
+    assert sources["trainwatch-influx"]["type"] == "influxdb"
+    assert sources["trainwatch-prometheus"]["type"] == "prometheus"
+    assert sources["trainwatch-prometheus"]["url"].endswith("/prometheus")
     dashboard = json.load(open(DASHBOARD))
+    kinds = set()
     for panel in dashboard["panels"]:
-        assert panel["datasource"]["uid"] == source["uid"]
+        source = sources[panel["datasource"]["uid"]]
+        assert panel["datasource"]["type"] == source["type"], panel["title"]
+        for target in panel["targets"]:
+            assert ("expr" if source["type"] == "prometheus" else "query") in target, panel["title"]
+        kinds.add(source["type"])
+    assert kinds == {"influxdb", "prometheus"}
+
+
+def prom_range(server, expr):
+    """A Prometheus panel's query as Grafana sends it: query_range over the dashboard's range."""
+    params = {"query": expr, "start": FROM_MS / 1000, "end": TO_MS / 1000, "step": 10}
+    r = http("GET", server.url + "/prometheus/api/v1/query_range?" + urlencode(params))
+    assert r.status == 200, (expr, r)
+    body = r.json()
+    assert body["status"] == "success" and body["data"]["resultType"] == "matrix", body
+    return body["data"]["result"]
 
 
 def test_every_variable_and_panel_answers(populated):
@@ -88,6 +107,10 @@ def test_every_variable_and_panel_answers(populated):
     answers = {}
     for panel in dashboard["panels"]:
         for target in panel["targets"]:
+            if "expr" in target:  # a Prometheus panel
+                answers[panel["title"]] = prom_range(populated, expand(target["expr"], variables))
+                assert answers[panel["title"]], (panel["title"], target["expr"])
+                continue
             series = query(populated, expand(target["query"], variables))
             assert series, (panel["title"], target["query"])
             assert any(v[1] is not None for s in series for v in s["values"]), panel["title"]
@@ -109,6 +132,11 @@ def test_every_variable_and_panel_answers(populated):
     assert gpus == {("gpu1", "0"), ("gpu1", "1")}
     steps = dict({s["tags"]["run"]: s["values"] for s in answers["Steps"]}["r2"])
     assert max(v for v in steps.values() if v is not None) == STEPS - 1
+    # The PromQL panel: each run's loss as the HighLoss rule sees it, the latest sample at each step.
+    prom = {s["metric"]["run"]: dict(s["values"]) for s in answers["Loss (PromQL: the HighLoss rule's series)"]}
+    assert sorted(prom) == ["r1", "r2"]
+    assert float(prom["r2"][T0 + 10]) == pytest.approx(loss("r2", 10))
+    assert float(prom["r1"][T0 + 80]) == pytest.approx(loss("r1", 80))
 
 
 def test_alerts_are_the_dashboards_annotations(populated):
