@@ -11,7 +11,7 @@ from conftest import BIN
 SERVER_FLAGS = ["--server", "--api-key", "--tls-ca"]
 # Every flag of every command: removing or renaming one breaks this test on purpose.
 FLAGS = {
-    "import": ["--project"] + SERVER_FLAGS + ["--timeout", "--json"],
+    "import": ["--project"] + SERVER_FLAGS + ["--timeout", "--json", "--ranks"],
     "watch": ["--project"] + SERVER_FLAGS + ["--state", "--interval"],
     "export": ["--tfevents", "--project"] + SERVER_FLAGS,
     "detect": ["--rules", "--resolved"],
