@@ -5,8 +5,8 @@ the CPU, a small MLP under DistributedDataParallel, trainwatch in every rank wit
     python3 ddp_job.py --server URL --project P --steps 60 [--world 4] [--fault ...]
 
 Faults, each in one rank from one step on (the failures the tests expect trainwatch to catch):
-    --slow-rank R --slow-from N --slow-seconds S   rank R's data loader takes S more seconds per
-                                                   batch from step N (a straggler)
+    --slow-rank R --slow-from N --slow-work K      rank R's data loader does K rounds of costly
+                                                   preprocessing per batch from step N (a straggler)
     --nan-rank R --nan-step N                      rank R's loss is NaN at step N
     --kill-rank R --kill-step N                    rank R SIGKILLs itself at step N; the others then
                                                    block in their collective as NCCL's would (gloo
@@ -36,15 +36,24 @@ FEATURES = 16
 BATCH = 32
 
 
+def slow_preprocessing(rounds):
+    """A costly augmentation of a batch: `rounds` 256x256 matrix products (~15 ms each here, one
+    thread). Work, not a timer, so the straggler is slow the way a real one is."""
+    a = torch.ones(256, 256) / 256
+    for _ in range(rounds):
+        a = torch.tanh(a @ a)
+    return a
+
+
 def loader(args, rank):
     """Batches of a fixed regression task, one per step; the slow rank's is slow from --slow-from.
     Yields (step, x, y)."""
     generator = torch.Generator().manual_seed(1000 + rank)
     target = torch.randn(FEATURES, 1, generator=torch.Generator().manual_seed(7))
     for step in range(args.steps):
-        if rank == args.slow_rank and step >= args.slow_from:
-            time.sleep(args.slow_seconds)  # sleep-ok: the fault under test (a slow data loader)
         x = torch.randn(BATCH, FEATURES, generator=generator)
+        if rank == args.slow_rank and step >= args.slow_from:
+            slow_preprocessing(args.slow_work)
         yield step, x, x @ target
 
 
@@ -126,7 +135,7 @@ def main(argv=None):
     p.add_argument("--heartbeat", type=float, default=0.5)
     p.add_argument("--slow-rank", type=int, default=-1)
     p.add_argument("--slow-from", type=int, default=0)
-    p.add_argument("--slow-seconds", type=float, default=0.0)
+    p.add_argument("--slow-work", type=int, default=0)
     p.add_argument("--nan-rank", type=int, default=-1)
     p.add_argument("--nan-step", type=int, default=-1)
     p.add_argument("--kill-rank", type=int, default=-1)

@@ -176,7 +176,7 @@ SLOW_FROM = 30
 
 def test_a_slow_data_loader_in_rank_2_raises_straggler_naming_it(server, jobs, tmp_path):
     job = Job(server, tmp_path, "--steps", SLOW_FROM + 30, "--slow-rank", 2, "--slow-from", SLOW_FROM,
-              "--slow-seconds", 0.05)
+              "--slow-work", 8)
     jobs.append(job)
     results = job.wait()
     run_id = results[0]["run"]
