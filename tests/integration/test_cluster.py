@@ -13,105 +13,26 @@
 Waits are on conditions (harness.wait_until) and on the processes' own log lines, never on time.
 """
 import os
-import queue
-import re
-import signal
-import subprocess
 import threading
 
 import pytest
 
-from conftest import BIN, Server
+from conftest import BIN
 from harness import ingest_pb, wait_until
+from harness.nats_cluster import TrainwatchCluster, nats_available
 
-NATS_SERVER = "/usr/sbin/nats-server"
 PARTITIONS = 8
 PROJECT = "cl"
 T0 = 1767225600.0
-pytestmark = pytest.mark.skipif(not os.access(NATS_SERVER, os.X_OK),
+pytestmark = pytest.mark.skipif(not nats_available(),
                                 reason="nats-server is missing (scripts/install-deps.sh installs it)")
-
-
-class NatsNode:
-    """One nats-server process. It picks its own ports (-1) and says them in its log, which a thread
-    reads as it comes: the start waits for the line a ready server writes last."""
-
-    READY = "Listening for route connections"
-
-    def __init__(self, workdir, name):
-        self.name = name
-        self.data = os.path.join(workdir, name)
-        os.makedirs(self.data, exist_ok=True)
-        self.config = self.data + ".conf"
-        with open(self.config, "w") as f:  # the defaults reserve most of RAM and disk
-            f.write('jetstream {\n  store_dir: "%s"\n  max_memory_store: 64MB\n  max_file_store: 1GB\n}\n' % self.data)
-        self.proc = None
-        self.client_port = None
-        self.route_port = None
-        self.log = []
-
-    def start(self, routes):
-        self.proc = subprocess.Popen(
-            [NATS_SERVER, "-c", self.config, "-a", "127.0.0.1", "-p", "-1", "--server_name", self.name,
-             "--cluster_name", "twtest", "--cluster", "nats://127.0.0.1:-1", "--routes", ",".join(routes), "-js"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
-        ready = queue.Queue(maxsize=1)
-        threading.Thread(target=self._read, args=(self.proc.stderr, ready), daemon=True).start()
-        assert ready.get(timeout=60), "nats-server %s did not start:\n%s" % (self.name, "".join(self.log))
-        text = "".join(self.log)
-        self.client_port = int(re.search(r"Listening for client connections on 127\.0\.0\.1:(\d+)", text).group(1))
-        self.route_port = int(re.search(r"Listening for route connections on 127\.0\.0\.1:(\d+)", text).group(1))
-
-    def _read(self, pipe, ready):
-        told = False
-        for raw in iter(pipe.readline, b""):
-            line = raw.decode("utf-8", "replace")
-            self.log.append(line)
-            if not told and self.READY in line:
-                ready.put(True)
-                told = True
-        if not told:
-            ready.put(False)
-
-    @property
-    def url(self):
-        return "nats://127.0.0.1:%d" % self.client_port
-
-    def kill(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait(timeout=30)
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     assert os.access(BIN, os.X_OK), "no trainwatch binary at %s (set TRAINWATCH_BIN)" % BIN
-    work = tmp_path_factory.mktemp("cluster")
-    nats = [NatsNode(str(work), "n%d" % i) for i in range(3)]
-    nodes = []
-    try:
-        # A JetStream cluster needs a route to start: the first server's leads nowhere (port 1) until
-        # the others route to it.
-        nats[0].start(["nats://127.0.0.1:1"])
-        for n in nats[1:]:
-            n.start(["nats://127.0.0.1:%d" % nats[0].route_port])
-        urls = ",".join(n.url for n in nats)
-        for i in range(3):
-            node = Server(work / ("tw%d" % i), extra_args=[
-                "--nats", urls, "--node-name", "tw%d" % i, "--partitions", str(PARTITIONS),
-                "--cluster-lease", "3s", "--http-threads", "1", "--query-threads", "1"])
-            nodes.append(node)
-            node.start(timeout=120)  # the first joins once NATS has elected its metadata leader
-        yield {"nats": nats, "nodes": nodes}
-    finally:
-        for node in nodes:  # while NATS is up, so that they leave cleanly
-            if any(n.proc and n.proc.poll() is None for n in nats):
-                node.close()
-            else:
-                node.kill9()
-                node.release_ports()
-        for n in nats:
-            n.kill()
+    with TrainwatchCluster(tmp_path_factory.mktemp("cluster"), partitions=PARTITIONS, lease="3s") as c:
+        yield {"nats": c.nats, "nodes": c.nodes}
 
 
 def owned(node):
