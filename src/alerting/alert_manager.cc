@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "common/strings.h"
 
@@ -34,6 +35,12 @@ AlertManager::AlertManager(AlertManagerOptions options, Clock& clock, Logger& lo
       notify_errors_(
           metrics.AddCounter("trainwatch_alert_notify_errors_total",
                              "Alert notifications that could not be queued for the notifiers.")),
+      takeover_notified_(metrics.AddCounter(
+          "trainwatch_alerts_takeover_notified_total",
+          "Cluster mode: notifications sent on taking runs over, their receivers not told yet.")),
+      takeover_known_(metrics.AddCounter(
+          "trainwatch_alerts_takeover_known_total",
+          "Cluster mode: alerts of runs taken over whose receivers another node had told.")),
       rules_(std::move(rules)),
       store_(std::move(store)) {
   for (const auto& [id, alert] : store_->alerts()) by_fingerprint_[alert.Fingerprint()] = id;
@@ -93,21 +100,33 @@ void AlertManager::Flush() {
   drained_cv_.wait(lock.native(), [&]() TW_REQUIRES(queue_mu_) { return done_batches_ >= target; });
 }
 
+void AlertManager::RequestTakeOver() {
+  {
+    MutexLock lock(queue_mu_);
+    takeover_requested_ = true;
+    ++queued_batches_;  // Flush waits for it
+  }
+  queue_cv_.notify_one();
+}
+
 void AlertManager::Loop() {
   int64_t next_check = clock_.DeadlineIn(options_.stall_check_interval_seconds);
   double next_resend = clock_.NowUnixSeconds() + options_.resend_interval_seconds;
   MutexLock lock(queue_mu_);
   for (;;) {
-    clock_.WaitUntil(lock.native(), queue_cv_, next_check,
-                     [&]() TW_REQUIRES(queue_mu_) { return stop_ || !queue_.empty(); });
+    clock_.WaitUntil(lock.native(), queue_cv_, next_check, [&]() TW_REQUIRES(queue_mu_) {
+      return stop_ || !queue_.empty() || takeover_requested_;
+    });
     std::vector<QueuedEvent> batch;
     batch.swap(queue_);
     const uint64_t batches = queued_batches_;
     const bool stopping = stop_;
+    const bool takeover = std::exchange(takeover_requested_, false);
     lock.Unlock();
     {
       MutexLock state(state_mu_);
       for (const QueuedEvent& e : batch) Process(e);
+      if (takeover && !stopping) TakeOver();
     }
     if (clock_.MonotonicNanos() >= next_check && !stopping) {
       CheckStalled();
@@ -194,6 +213,7 @@ void AlertManager::Fire(const QueuedEvent& queued, bool pending) {
   if (!open && !cooling) {
     alert.metric = e.metric;
     alert.step = e.step;
+    alert.first_step = e.step;
     alert.time = e.time;
     alert.value = e.value;
     alert.started_at = now;
@@ -254,21 +274,70 @@ void AlertManager::Save(AlertRecord& alert) {
   if (on_change_) on_change_(alert);
 }
 
-void AlertManager::Notify(AlertRecord& alert, bool repeat) {
-  if (!notify_) return;
+AlertManager::NotifyOutcome AlertManager::Notify(AlertRecord& alert, bool repeat) {
+  if (!notify_) return NotifyOutcome::kNone;
+  // Another node owns the run: its receivers hear from that node (or from this one on take-over).
+  if (gate_.owns && !gate_.owns(alert.project, alert.run)) return NotifyOutcome::kNotOwner;
   notify::Notification n = ToNotification(alert);
   n.repeat = repeat;
+  if (!repeat && gate_.delivered && Delivered(n.idempotency_key)) {
+    // Told already by the node that owned the run before (or by this one before a restart).
+    alert.notified = std::string(StatusName(alert.status));
+    Status saved = store_->Put(&alert);
+    if (!saved.ok()) logger_.Error("alert store", {{"error", saved.ToString()}});
+    return NotifyOutcome::kKnown;
+  }
   Status s = notify_(n);
   if (!s.ok()) {
     notify_errors_.Add();
     logger_.Error("queueing alert notification",
                   {{"error", s.ToString()}, {"alert", std::to_string(alert.id)}});
-    return;
+    return NotifyOutcome::kFailed;
   }
-  if (repeat) return;
+  if (repeat) return NotifyOutcome::kQueued;
   alert.notified = std::string(StatusName(alert.status));
   Status saved = store_->Put(&alert);
   if (!saved.ok()) logger_.Error("alert store", {{"error", saved.ToString()}});
+  return NotifyOutcome::kQueued;
+}
+
+bool AlertManager::Delivered(const std::string& key) const {
+  Result<bool> delivered = gate_.delivered(key);
+  if (delivered.ok()) return *delivered;
+  logger_.Warn("cannot read the cluster's notified record; notifying (a duplicate at worst)",
+               {{"key", key}, {"error", delivered.status().ToString()}});
+  return false;
+}
+
+void AlertManager::TakeOver() {
+  if (!gate_.owns) return;
+  const double since = clock_.NowUnixSeconds() - options_.takeover_lookback_seconds;
+  std::vector<uint64_t> ids;
+  for (const auto& [id, a] : store_->alerts()) {
+    if (a.status == AlertStatus::kPending || a.silenced_by != 0) continue;
+    if (a.notified == StatusName(a.status)) continue;  // this node told receivers itself
+    if (a.status == AlertStatus::kResolved && a.resolved_at < since) continue;
+    if (!gate_.owns(a.project, a.run)) continue;
+    ids.push_back(id);
+  }
+  for (uint64_t id : ids) {
+    AlertRecord alert = store_->alerts().at(id);
+    // A resolution is news only to receivers that were told the alert fired.
+    if (alert.status == AlertStatus::kResolved && alert.notified != "firing" &&
+        !(gate_.delivered && Delivered(alert.IdempotencyKey("firing")))) {
+      continue;
+    }
+    const NotifyOutcome outcome = Notify(alert);
+    if (outcome == NotifyOutcome::kQueued) takeover_notified_.Add();
+    if (outcome == NotifyOutcome::kKnown) takeover_known_.Add();
+    if (outcome == NotifyOutcome::kQueued || outcome == NotifyOutcome::kKnown) {
+      logger_.Info(
+          "alert taken over",
+          {{"alert", std::to_string(id)},
+           {"status", std::string(StatusName(alert.status))},
+           {"outcome", outcome == NotifyOutcome::kQueued ? "notified" : "told by another node"}});
+    }
+  }
 }
 
 uint64_t AlertManager::SilenceFor(const AlertRecord& alert) const {
@@ -301,6 +370,7 @@ notify::Notification AlertManager::ToNotification(const AlertRecord& a) const {
     if (!a.host.empty()) n.labels["host"] = a.host;
   }
   n.annotations = a.annotations;
+  n.idempotency_key = a.IdempotencyKey(n.status);
   n.chart_url = options_.external_url + "/#/runs/" + UrlEncode(a.project) + "/" + UrlEncode(a.run) +
                 "?metric=" + UrlEncode(a.metric) + "&step=" + std::to_string(a.step);
   return n;

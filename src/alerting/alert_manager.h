@@ -10,6 +10,11 @@
 // and notifies; that thread also checks every running run for `stalled`, and the ranks of every
 // distributed run for `rank_dead` and `collective_hang`, once a second against the server's
 // clock. Thread-safe.
+//
+// Cluster mode (SetClusterGate; docs/cluster.md "Alerts across nodes"): every node detects every
+// run, so every node holds the same alerts, but only the node that owns a run's partition notifies
+// for it, and only what the cluster's notified record does not hold yet. When a node gains
+// partitions (RequestTakeOver) it tells receivers what they were not told about its new runs.
 #pragma once
 
 #include <condition_variable>
@@ -50,6 +55,18 @@ struct AlertManagerOptions {
   // Base of the chart links in notifications:
   // <external_url>/#/runs/<project>/<run>?metric=..&step=..
   std::string external_url = "http://127.0.0.1:8080";
+  // Cluster mode: a take-over looks back this far for resolved alerts whose resolution may not
+  // have been sent (the notified record keeps its keys as long).
+  double takeover_lookback_seconds = 3 * 24 * 3600;
+};
+
+// What a node of a cluster decides notifications by (AlertManager::SetClusterGate).
+struct ClusterGate {
+  // Whether this node notifies for the run now: it owns the run's partition.
+  std::function<bool(const std::string& project, const std::string& run)> owns;
+  // Whether a notification with this idempotency key was delivered already, by any node (the
+  // cluster's notified record). An error counts as not delivered: a duplicate rather than a loss.
+  std::function<Result<bool>(const std::string& idempotency_key)> delivered;
 };
 
 // Which alerts List returns; empty fields match everything.
@@ -81,6 +98,8 @@ class AlertManager {
   // Set both before Start().
   void SetNotify(NotifyFn notify) { notify_ = std::move(notify); }
   void SetChangeListener(ChangeFn on_change) { on_change_ = std::move(on_change); }
+  // Cluster mode, before Start(): notify only for owned runs, and not what was delivered already.
+  void SetClusterGate(ClusterGate gate) { gate_ = std::move(gate); }
   void Start();
   // Processes what is queued, then joins the thread.
   void Stop();
@@ -94,6 +113,11 @@ class AlertManager {
   // After Start(): blocks until every write committed before the call went through detection and
   // its events are persisted and notified.
   void Flush();
+  // Cluster mode: this node gained partitions. Asks the alert thread to check every alert of the
+  // runs it owns now and to notify the receivers of what they were not told (firing alerts, and
+  // resolutions of alerts they were told fired); returns at once. The outcomes are counted in
+  // trainwatch_alerts_takeover_{notified,known}_total.
+  void RequestTakeOver() TW_EXCLUDES(queue_mu_);
 
   std::vector<AlertRecord> List(const AlertQuery& query) const;
   std::optional<AlertRecord> Get(uint64_t id) const;
@@ -135,7 +159,14 @@ class AlertManager {
   void Resolve(const std::string& fingerprint, int64_t step, const std::string& message)
       TW_REQUIRES(state_mu_);
   void Save(AlertRecord& alert) TW_REQUIRES(state_mu_);
-  void Notify(AlertRecord& alert, bool repeat = false) TW_REQUIRES(state_mu_);
+  // What Notify did: kNotOwner (another node's run), kKnown (delivered already by some node;
+  // recorded as notified), kQueued, kFailed (the outbox refused it).
+  enum class NotifyOutcome { kNone, kNotOwner, kKnown, kQueued, kFailed };
+  NotifyOutcome Notify(AlertRecord& alert, bool repeat = false) TW_REQUIRES(state_mu_);
+  // RequestTakeOver's work, on the alert thread.
+  void TakeOver() TW_REQUIRES(state_mu_);
+  // The gate's answer for `key`; false when unknown (an error is logged).
+  bool Delivered(const std::string& key) const;
   uint64_t SilenceFor(const AlertRecord& alert) const TW_REQUIRES(state_mu_);
   notify::Notification ToNotification(const AlertRecord& alert) const;
 
@@ -144,9 +175,12 @@ class AlertManager {
   Logger& logger_;
   NotifyFn notify_;
   ChangeFn on_change_;
+  ClusterGate gate_;  // set before Start; empty in single-node mode
   Counter& records_seen_;
   Counter& alerts_fired_;
   Counter& notify_errors_;
+  Counter& takeover_notified_;
+  Counter& takeover_known_;
 
   // Detection state: one monitor per running run, touched by the applier thread and the stall
   // check.
@@ -174,6 +208,7 @@ class AlertManager {
   uint64_t queued_batches_ TW_GUARDED_BY(queue_mu_) = 0;
   uint64_t done_batches_ TW_GUARDED_BY(queue_mu_) = 0;
   bool stop_ TW_GUARDED_BY(queue_mu_) = false;
+  bool takeover_requested_ TW_GUARDED_BY(queue_mu_) = false;
   std::thread thread_;
 
   // Alert state: the store and the index of open alerts.

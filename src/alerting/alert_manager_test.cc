@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "common/mutex.h"
 #include "common/testing/temp_dir.h"
 
@@ -36,6 +38,19 @@ class AlertManagerTest : public testing::Test {
       MutexLock lock(mu_);
       ++changes_;
     });
+    if (cluster_) {
+      ClusterGate gate;
+      gate.owns = [this](const std::string& project, const std::string& run) {
+        MutexLock lock(mu_);
+        return owned_;
+      };
+      gate.delivered = [this](const std::string& key) -> Result<bool> {
+        MutexLock lock(mu_);
+        if (record_unreachable_) return Status::Unavailable("no NATS");
+        return delivered_.count(key) > 0;
+      };
+      manager_->SetClusterGate(std::move(gate));
+    }
     manager_->Start();
   }
   void Close() {
@@ -95,6 +110,11 @@ class AlertManagerTest : public testing::Test {
     return sent_;
   }
   std::vector<AlertRecord> All() { return manager_->List(AlertQuery{}); }
+  std::vector<AlertRecord> OfRun(const std::string& run) {
+    AlertQuery query;
+    query.run = run;
+    return manager_->List(query);
+  }
 
   test::TempDir dir_;
   ManualClock clock_{kT0 + 1000};
@@ -105,6 +125,11 @@ class AlertManagerTest : public testing::Test {
   std::vector<std::string> sent_ TW_GUARDED_BY(mu_);
   notify::Notification last_ TW_GUARDED_BY(mu_);
   int changes_ TW_GUARDED_BY(mu_) = 0;
+  // Cluster mode (ClusterGate): whether this "node" owns run p/r1, and the notified record.
+  bool cluster_ = false;
+  bool owned_ TW_GUARDED_BY(mu_) = false;
+  bool record_unreachable_ TW_GUARDED_BY(mu_) = false;
+  std::set<std::string> delivered_ TW_GUARDED_BY(mu_);
 };
 
 TEST_F(AlertManagerTest, NanFiresOnceAndResolvesWhenTheLossIsFiniteAgain) {
@@ -342,6 +367,127 @@ TEST_F(AlertManagerTest, RankDeadThenTheCollectiveHangItCausedOnTheServerClock) 
   for (uint32_t r : {0u, 1u, 3u}) WriteRank(r, 50, 1.0);
   EXPECT_THAT(Sent(), testing::ElementsAre("firing rank_dead@49", "firing collective_hang@49",
                                            "resolved collective_hang@49", "resolved rank_dead@49"));
+}
+
+// Cluster mode: every node detects, the owner alone notifies (docs/cluster.md).
+
+class ClusterAlertManagerTest : public AlertManagerTest {
+ protected:
+  void SetUp() override {
+    cluster_ = true;
+    AlertManagerTest::SetUp();
+  }
+  void SetOwned(bool owned) {
+    MutexLock lock(mu_);
+    owned_ = owned;
+  }
+  void TakeOver() {
+    SetOwned(true);
+    manager_->RequestTakeOver();
+    manager_->Flush();
+  }
+  double CounterValue(const std::string& name) {
+    std::string text = metrics_.Render();
+    size_t at = text.find("\n" + name + " ");
+    return at == std::string::npos ? -1 : std::stod(text.substr(at + name.size() + 2));
+  }
+};
+
+TEST_F(ClusterAlertManagerTest, ANonOwnerDetectsQuietlyAndNotifiesOnceWhenItTakesOver) {
+  WriteHealthy(0, 100);
+  Write(100, NAN);
+  EXPECT_THAT(Sent(), testing::IsEmpty());
+  auto all = All();
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].status, AlertStatus::kFiring);  // the same alert state as the owner's
+  EXPECT_EQ(all[0].notified, "");
+  TakeOver();
+  EXPECT_THAT(Sent(), testing::ElementsAre("firing nan@100"));
+  EXPECT_EQ(CounterValue("trainwatch_alerts_takeover_notified_total"), 1);
+  {
+    MutexLock lock(mu_);
+    EXPECT_EQ(last_.idempotency_key, all[0].IdempotencyKey("firing"));
+  }
+  TakeOver();  // told already: nothing again
+  WriteHealthy(101, 120);
+  EXPECT_THAT(Sent(), testing::ElementsAre("firing nan@100", "resolved nan@100"));
+}
+
+TEST_F(ClusterAlertManagerTest, WhatAnotherNodeDeliveredIsNotSentAgainButItsResolutionIs) {
+  WriteHealthy(0, 100);
+  Write(100, NAN);
+  Sent();
+  const AlertRecord alert = All().at(0);
+  {
+    MutexLock lock(mu_);
+    delivered_.insert(alert.IdempotencyKey("firing"));  // the old owner's delivery
+  }
+  TakeOver();
+  EXPECT_THAT(Sent(), testing::IsEmpty());
+  EXPECT_EQ(CounterValue("trainwatch_alerts_takeover_known_total"), 1);
+  EXPECT_EQ(CounterValue("trainwatch_alerts_takeover_notified_total"), 0);
+  EXPECT_EQ(All().at(0).notified, "firing");
+  WriteHealthy(101, 120);
+  EXPECT_THAT(Sent(), testing::ElementsAre("resolved nan@100"));
+}
+
+TEST_F(ClusterAlertManagerTest, AResolutionIsSentOnTakeOverOnlyIfTheFiringWasDelivered) {
+  for (const std::string run : {"r1", "r2"}) {
+    for (int64_t step = 0; step < 120; ++step)
+      Write(step, step == 100 ? NAN : 1.0 + 0.01 * static_cast<double>(step % 3), run);
+  }
+  Sent();
+  const AlertRecord r1 = OfRun("r1").at(0);
+  ASSERT_EQ(r1.status, AlertStatus::kResolved);
+  {
+    MutexLock lock(mu_);
+    delivered_.insert(r1.IdempotencyKey("firing"));  // the old owner told r1's firing, not r2's
+  }
+  TakeOver();
+  EXPECT_THAT(Sent(), testing::ElementsAre("resolved nan@100"));
+  {
+    MutexLock lock(mu_);
+    EXPECT_EQ(last_.run, "r1");
+  }
+  TakeOver();
+  EXPECT_THAT(Sent(), testing::ElementsAre("resolved nan@100"));
+}
+
+TEST_F(ClusterAlertManagerTest, AnOwnerAsksTheRecordAndNotifiesWhenItCannotBeRead) {
+  SetOwned(true);
+  {
+    MutexLock lock(mu_);
+    record_unreachable_ = true;  // a duplicate rather than a loss
+  }
+  WriteHealthy(0, 100);
+  Write(100, NAN);
+  EXPECT_THAT(Sent(), testing::ElementsAre("firing nan@100"));
+}
+
+TEST_F(AlertManagerTest, TheIdempotencyKeyComesFromTheIncidentNotTheAlertId) {
+  Write(0, NAN, "other");  // takes alert id 1 on this node only
+  WriteHealthy(0, 100);
+  Write(100, NAN);
+  WriteHealthy(101, 120);
+  Sent();
+  const AlertRecord alert = OfRun("r1").at(0);
+  EXPECT_EQ(alert.id, 2u);
+  EXPECT_EQ(alert.first_step, 100);
+  const std::string firing =
+      notify::IdempotencyKey(notify::IncidentId("p\x1fr1\x1fnan\x1fnan", 100), "firing");
+  EXPECT_EQ(alert.IdempotencyKey("firing"), firing);
+  EXPECT_THAT(firing, testing::MatchesRegex("[0-9a-f]{32}-firing"));
+  MutexLock lock(mu_);
+  EXPECT_EQ(last_.idempotency_key, alert.IdempotencyKey("resolved"));
+  EXPECT_NE(last_.idempotency_key, firing);
+  // Kept in the store: the same key after a restart, and old records take their step.
+  auto back = AlertRecord::FromJson(alert.ToJson());
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->IdempotencyKey("firing"), firing);
+  nlohmann::json old = alert.ToJson();
+  old.erase("first_step");
+  old["step"] = 100;
+  EXPECT_EQ(AlertRecord::FromJson(old)->first_step, 100);
 }
 
 TEST_F(AlertManagerTest, ListFiltersByRunStatusAndId) {

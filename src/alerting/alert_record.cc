@@ -1,6 +1,7 @@
 #include "alerting/alert_record.h"
 
 #include "common/glob.h"
+#include "notify/notification.h"
 
 namespace trainwatch::alerting {
 namespace {
@@ -49,6 +50,14 @@ std::string AlertRecord::Fingerprint() const {
   return f;
 }
 
+std::string AlertRecord::IncidentId() const {
+  return notify::IncidentId(Fingerprint(), first_step);
+}
+
+std::string AlertRecord::IdempotencyKey(std::string_view status) const {
+  return notify::IdempotencyKey(IncidentId(), status);
+}
+
 nlohmann::json AlertRecord::ToJson() const {
   nlohmann::json j{{"id", id},
                    {"project", project},
@@ -59,6 +68,8 @@ nlohmann::json AlertRecord::ToJson() const {
                    {"severity", severity},
                    {"message", message},
                    {"step", step},
+                   {"first_step", first_step},
+                   {"incident_id", IncidentId()},
                    {"time", FiniteOrNull(time)},
                    {"value", FiniteOrNull(value)},
                    {"labels", labels},
@@ -94,6 +105,7 @@ Result<AlertRecord> AlertRecord::FromJson(const nlohmann::json& j) {
     a.severity = j.value("severity", "warning");
     a.message = j.value("message", "");
     a.step = j.value("step", int64_t{0});
+    a.first_step = j.value("first_step", a.step);  // records written before it existed
     a.time = NumberOr(j, "time", NAN);
     a.value = NumberOr(j, "value", NAN);
     a.rank = j.value("rank", int64_t{-1});

@@ -31,7 +31,10 @@ struct AlertRecord {
   std::string metric;
   std::string severity;  // info | warning | critical
   std::string message;
-  int64_t step = 0;   // the step the incident is attributed to
+  int64_t step = 0;  // the step the incident is attributed to
+  // The step the incident began at (its first pending or firing record), kept while it reopens:
+  // with the fingerprint, its identity across the nodes of a cluster (IncidentId).
+  int64_t first_step = 0;
   double time = NAN;  // that record's timestamp
   double value = 0;   // the detector's statistic or the rule's value
   // The rank of a distributed run the alert concerns and its host; -1 / "": the run. JSON: "rank"
@@ -57,6 +60,10 @@ struct AlertRecord {
 
   // One incident per (project, run, kind, name, rank): a repeat while it is open is the same alert.
   std::string Fingerprint() const;
+  // notify::IncidentId of the fingerprint and first_step: the same on every node.
+  std::string IncidentId() const;
+  // The idempotency key of the notification of `status` ("firing" or "resolved").
+  std::string IdempotencyKey(std::string_view status) const;
   nlohmann::json ToJson() const;
   static Result<AlertRecord> FromJson(const nlohmann::json& j);
 };

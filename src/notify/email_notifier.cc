@@ -116,6 +116,8 @@ std::string EmailMessage(const Notification& n, const EmailOptions& options, dou
   msg += "To: " + to + "\r\n";
   msg += "Subject: " + EncodeHeaderText(OneLine("[trainwatch] " + Headline(n))) + "\r\n";
   msg += "Message-ID: <" + OneLine(message_id) + ">\r\n";
+  if (!n.idempotency_key.empty())
+    msg += "X-Trainwatch-Idempotency-Key: " + OneLine(n.idempotency_key) + "\r\n";
   msg += "MIME-Version: 1.0\r\n";
   msg += "Content-Type: text/plain; charset=utf-8\r\n";
   msg += "Content-Transfer-Encoding: 8bit\r\n";

@@ -1,11 +1,14 @@
 #include "notify/notification.h"
 #include "common/json.h"
 
+#include <openssl/sha.h>
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <ctime>
 #include <nlohmann/json.hpp>
+
+#include "common/strings.h"
 
 namespace trainwatch::notify {
 namespace {
@@ -97,6 +100,7 @@ std::string NotificationToJson(const Notification& n) {
       {"annotations", n.annotations},
       {"chart_url", n.chart_url},
   };
+  if (!n.idempotency_key.empty()) j["idempotency_key"] = n.idempotency_key;
   // Invalid UTF-8 (from a user's label, say) is replaced rather than thrown on.
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
@@ -107,7 +111,7 @@ Result<Notification> NotificationFromJson(std::string_view text) {
   json j = std::move(*parsed);
   if (!j.is_object()) return Status::InvalidArgument("notification: not a JSON object");
   Notification n;
-  const std::array<std::pair<const char*, std::string*>, 10> strings = {{
+  const std::array<std::pair<const char*, std::string*>, 11> strings = {{
       {"alert_id", &n.alert_id},
       {"status", &n.status},
       {"project", &n.project},
@@ -118,6 +122,7 @@ Result<Notification> NotificationFromJson(std::string_view text) {
       {"severity", &n.severity},
       {"message", &n.message},
       {"chart_url", &n.chart_url},
+      {"idempotency_key", &n.idempotency_key},
   }};
   for (const auto& [key, out] : strings) {
     TW_RETURN_IF_ERROR(ReadString(j, key, out).WithContext("notification"));
@@ -126,10 +131,12 @@ Result<Notification> NotificationFromJson(std::string_view text) {
   TW_RETURN_IF_ERROR(ReadNumber(j, "step", 0, &step).WithContext("notification"));
   if (auto it = j.find("step"); it != j.end() && it->is_number_integer()) {
     n.step = it->get<int64_t>();
-  } else if (step >= -9.2e18 && step <= 9.2e18) {  // (converting a double out of range is undefined)
+  } else if (step >= -9.2e18 &&
+             step <= 9.2e18) {  // (converting a double out of range is undefined)
     n.step = static_cast<int64_t>(step);
   } else {
-    return Status::InvalidArgument("notification: step " + std::to_string(step) + " is out of range");
+    return Status::InvalidArgument("notification: step " + std::to_string(step) +
+                                   " is out of range");
   }
   const double nan = std::nan("");
   TW_RETURN_IF_ERROR(ReadNumber(j, "value", nan, &n.value).WithContext("notification"));
@@ -139,6 +146,19 @@ Result<Notification> NotificationFromJson(std::string_view text) {
   TW_RETURN_IF_ERROR(ReadStringMap(j, "labels", &n.labels).WithContext("notification"));
   TW_RETURN_IF_ERROR(ReadStringMap(j, "annotations", &n.annotations).WithContext("notification"));
   return n;
+}
+
+std::string IncidentId(std::string_view fingerprint, int64_t first_step) {
+  std::string data(fingerprint);
+  data.push_back('\x1f');
+  data += std::to_string(first_step);
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest);
+  return LowerHex(std::string_view(reinterpret_cast<const char*>(digest), 16));
+}
+
+std::string IdempotencyKey(std::string_view incident_id, std::string_view status) {
+  return std::string(incident_id) + "-" + std::string(status);
 }
 
 std::string FormatRfc3339(double t) {

@@ -30,6 +30,10 @@ struct Notification {
   double ends_at = 0;    // unix seconds, server clock; 0 while firing
   std::map<std::string, std::string> labels, annotations;
   std::string chart_url;  // link to the chart at the step ("" if none)
+  // The same for every delivery of this status of this incident, from whichever node of a cluster
+  // sends it (IdempotencyKey): a receiver that has seen it may drop the delivery. "" if unknown
+  // (a notification read from an outbox written before the key existed).
+  std::string idempotency_key;
   // A reminder that the alert is still firing: delivered only to receivers that want repeats
   // (Notifier::WantsRepeats), never to the others. Not part of the JSON form.
   bool repeat = false;
@@ -49,14 +53,23 @@ Severity SeverityOf(const Notification& n);
 // True for the ten detector kinds and "rule".
 bool IsKnownKind(std::string_view kind);
 
+// The identity of one incident, the same on every node that saw the same records: the first 32 hex
+// digits of SHA-256 over the alert's fingerprint, a 0x1f byte and the step the incident began at
+// (decimal). Never built from a node's own alert ids.
+std::string IncidentId(std::string_view fingerprint, int64_t first_step);
+// "<incident id>-<status>" ("...-firing", "...-resolved"): the idempotency key of a notification.
+// Only letters, digits and '-', so it is also a valid NATS key-value key and HTTP header value.
+std::string IdempotencyKey(std::string_view incident_id, std::string_view status);
+
 // The generic webhook body: one JSON object (no trailing newline),
 //   {"version":1,"alert_id":"42","status":"firing","project":"p","run":"r","kind":"nan",
 //    "name":"nan","metric":"loss","severity":"critical","message":"...","step":120,
 //    "value":1.5,"time":1767225600.5,"starts_at":1767225601.0,"ends_at":null,
-//    "labels":{},"annotations":{},"chart_url":"http://..."}
+//    "labels":{},"annotations":{},"chart_url":"http://...",
+//    "idempotency_key":"3f0c...e1-firing"}
 // Numbers that are not finite (value, time) are written as null; ends_at is null while firing
-// (ends_at == 0). Doubles are written with enough digits to read back exactly. Keys may be added
-// in later versions; receivers must ignore unknown keys.
+// (ends_at == 0); idempotency_key is left out when empty. Doubles are written with enough digits to
+// read back exactly. Keys may be added in later versions; receivers must ignore unknown keys.
 std::string NotificationToJson(const Notification& n);
 
 // Reads NotificationToJson's output back (null numbers become NaN, a null ends_at becomes 0).

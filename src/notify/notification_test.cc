@@ -33,6 +33,23 @@ TEST(NotificationJson, HasEveryFieldOfTheDocumentedSchema) {
   EXPECT_EQ(j["labels"]["team"], "vision");
   EXPECT_EQ(j["annotations"]["runbook"], "https://wiki.example.com/grad");
   EXPECT_EQ(j["chart_url"], n.chart_url);
+  EXPECT_EQ(j["idempotency_key"], n.idempotency_key);
+}
+
+TEST(NotificationJson, TheIdempotencyKeyIsTheIncidentsAndTheStatus) {
+  const std::string incident = IncidentId("p\x1fr\x1fnan\x1fnan", 100);
+  EXPECT_EQ(incident.size(), 32u);
+  EXPECT_EQ(incident, IncidentId("p\x1fr\x1fnan\x1fnan", 100));  // no node-local input
+  EXPECT_NE(incident, IncidentId("p\x1fr\x1fnan\x1fnan", 101));
+  EXPECT_NE(incident, IncidentId("p\x1fr2\x1fnan\x1fnan", 100));
+  EXPECT_EQ(IdempotencyKey(incident, "resolved"), incident + "-resolved");
+  // Left out of the JSON when unknown (an outbox entry written before keys existed).
+  Notification n = test::SampleNotification();
+  n.idempotency_key.clear();
+  EXPECT_FALSE(json::parse(NotificationToJson(n)).contains("idempotency_key"));
+  auto back = NotificationFromJson(NotificationToJson(test::SampleNotification()));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->idempotency_key, test::SampleNotification().idempotency_key);
 }
 
 TEST(NotificationJson, RoundTripsExactly) {

@@ -55,6 +55,8 @@ TEST(WebhookNotifier, PostsTheJsonBodySigned) {
   EXPECT_EQ(body["alert_id"], "42");
   EXPECT_EQ(body["status"], "firing");
   EXPECT_EQ(body["chart_url"], n.chart_url);
+  EXPECT_EQ(body["idempotency_key"], n.idempotency_key);
+  EXPECT_EQ(r.headers.at("idempotency-key"), n.idempotency_key);
 
   EXPECT_EQ(r.headers.at("x-trainwatch-timestamp"), "1767225700");
   EXPECT_EQ(r.headers.at("x-trainwatch-signature"),
@@ -159,6 +161,7 @@ TEST(AlertmanagerNotifier, PostsOnePostableAlert) {
   EXPECT_EQ(a["annotations"]["runbook"], "https://wiki.example.com/grad");
   EXPECT_EQ(a["annotations"]["step"], "1200");
   EXPECT_EQ(a["annotations"]["value"], "40.25");
+  EXPECT_EQ(a["annotations"]["idempotency_key"], n.idempotency_key);
   EXPECT_EQ(a["startsAt"], "2026-01-01T00:00:01.250Z");
   EXPECT_FALSE(a.contains("endsAt"));
   EXPECT_EQ(a["generatorURL"], n.chart_url);

@@ -176,6 +176,11 @@ Status NotificationOutbox::Enqueue(const Notification& n) {
   return Status::Ok();
 }
 
+void NotificationOutbox::SetDeliveredListener(DeliveredFn on_delivered) {
+  MutexLock lock(mu_);
+  on_delivered_ = std::move(on_delivered);
+}
+
 void NotificationOutbox::RunWorker(Worker* w) {
   std::mt19937_64 rng(options_.jitter_seed != 0
                           ? options_.jitter_seed ^ std::hash<std::string>()(w->name)
@@ -197,6 +202,7 @@ void NotificationOutbox::RunWorker(Worker* w) {
     }
     Delivery d = w->queue.front();
     std::shared_ptr<Notifier> notifier = w->notifier;
+    const DeliveredFn on_delivered = on_delivered_;
     w->in_flight = d.id;
     lock.Unlock();
 
@@ -212,6 +218,7 @@ void NotificationOutbox::RunWorker(Worker* w) {
     } else if (s.ok()) {
       logger_.Debug("notification sent",
                     {{"receiver", w->name}, {"alert_id", n.alert_id}, {"status", n.status}});
+      if (on_delivered && !n.repeat) on_delivered(n, w->name);
     } else if (IsRetryable(s)) {
       logger_.Warn("notification failed, will retry", {{"receiver", w->name},
                                                        {"alert_id", n.alert_id},

@@ -31,6 +31,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -105,6 +106,13 @@ class NotificationOutbox {
   // Unavailable after Stop().
   Status Enqueue(const Notification& n);
 
+  // Told, on the receiver's delivery thread, after a receiver accepted a delivery (not for
+  // reminders: Notification::repeat); must not block for long, the receiver's next delivery waits
+  // for it. Cluster mode records the notification's idempotency key with it. Set before the first
+  // Enqueue; deliveries replayed by Open may be sent before it is set.
+  using DeliveredFn = std::function<void(const Notification&, const std::string& receiver)>;
+  void SetDeliveredListener(DeliveredFn on_delivered) TW_EXCLUDES(mu_);
+
   // Swaps receivers and routes. A receiver kept by name gets the new notifier and keeps its queue;
   // the queued deliveries of a removed receiver are dropped with a log line; a new receiver starts.
   // InvalidArgument (nothing changed) for a route naming a receiver the table lacks; Unavailable
@@ -155,6 +163,7 @@ class NotificationOutbox {
   std::vector<Route> routes_ TW_GUARDED_BY(mu_);
   std::map<std::string, std::unique_ptr<Worker>> workers_ TW_GUARDED_BY(mu_);
   bool stopped_ TW_GUARDED_BY(mu_) = false;
+  DeliveredFn on_delivered_ TW_GUARDED_BY(mu_);
 };
 
 }  // namespace trainwatch::notify

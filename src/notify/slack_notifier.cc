@@ -65,7 +65,8 @@ std::string SlackPayload(const Notification& n) {
   fields.push_back(Field("Value", FormatNumber(n.value)));
   for (const auto& [k, v] : n.labels) fields.push_back(Field(k, v));
   double ts = n.resolved() && n.ends_at != 0 ? n.ends_at : n.starts_at;
-  // Within int64 (converting a double beyond it is undefined): outbox entries are read back from disk.
+  // Within int64 (converting a double beyond it is undefined): outbox entries are read back from
+  // disk.
   ts = std::isfinite(ts) ? std::clamp(ts, kMinRfc3339Seconds, kMaxRfc3339Seconds) : 0;
   json attachment = {
       {"color", Color(n)},
@@ -73,7 +74,8 @@ std::string SlackPayload(const Notification& n) {
       {"title", Escape(Headline(n))},
       {"text", Escape(n.message)},
       {"fields", fields},
-      {"footer", "trainwatch alert " + Escape(n.alert_id)},
+      {"footer", "trainwatch alert " + Escape(n.alert_id) +
+                     (n.idempotency_key.empty() ? "" : " · key " + n.idempotency_key)},
       {"ts", static_cast<int64_t>(ts)},
   };
   if (!n.chart_url.empty()) attachment["title_link"] = n.chart_url;
@@ -89,6 +91,7 @@ Status SlackNotifier::Send(const Notification& n) {
   post.body = SlackPayload(n);
   post.timeout_seconds = options_.timeout_seconds;
   post.headers.push_back("Content-Type: application/json");
+  if (!n.idempotency_key.empty()) post.headers.push_back("Idempotency-Key: " + n.idempotency_key);
   return PerformHttpPost(post).WithContext("slack");
 }
 

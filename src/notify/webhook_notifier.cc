@@ -29,6 +29,8 @@ Status WebhookNotifier::Send(const Notification& n) {
   post.body = NotificationToJson(n);
   post.timeout_seconds = options_.timeout_seconds;
   post.headers.push_back("Content-Type: application/json");
+  // The body's idempotency_key, also as the header of the IETF draft (outside the signed body).
+  if (!n.idempotency_key.empty()) post.headers.push_back("Idempotency-Key: " + n.idempotency_key);
   if (!options_.secret.empty()) {
     std::string timestamp =
         std::to_string(static_cast<int64_t>(std::floor(clock_.NowUnixSeconds())));

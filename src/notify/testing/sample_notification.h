@@ -24,6 +24,8 @@ inline Notification SampleNotification(std::string alert_id = "42", std::string 
   n.labels = {{"team", "vision"}};
   n.annotations = {{"runbook", "https://wiki.example.com/grad"}};
   n.chart_url = "http://127.0.0.1:8080/runs/vision-resnet/run-7?metric=grad_norm&step=1200";
+  n.idempotency_key =
+      IdempotencyKey(IncidentId("vision-resnet\x1frun-7\x1fgrad_explosion", 1200), n.status);
   return n;
 }
 
