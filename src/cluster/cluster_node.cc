@@ -366,8 +366,10 @@ void ClusterNode::BalanceLoop() {
   for (;;) {
     Result<PartitionBalancer::Changes> changes = balancer_->Step();
     const int64_t now = clock_.MonotonicNanos();
+    std::vector<uint32_t> gained;
     {
       MutexLock lock(mu_);
+      const std::vector<bool> before = owned_;
       if (changes.ok()) {
         last_ok = now;
         owned_.assign(owned_.size(), false);
@@ -378,7 +380,11 @@ void ClusterNode::BalanceLoop() {
         // Not renewed in time: another node may hold them by now.
         owned_.assign(owned_.size(), false);
       }
+      for (uint32_t p = 0; p < owned_.size(); ++p) {
+        if (owned_[p] && !before[p]) gained.push_back(p);
+      }
     }
+    if (!gained.empty() && on_gained_) on_gained_(gained);
     if (changes.ok()) {
       if (warned) log_.Info("partition leases renewed again");
       warned = false;

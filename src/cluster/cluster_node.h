@@ -73,6 +73,14 @@ class ClusterNode {
   ClusterNode(const ClusterNode&) = delete;
   ClusterNode& operator=(const ClusterNode&) = delete;
 
+  // Called on the balancer thread with the partitions this node started to own (a lease gained,
+  // or owned again after its renewals had failed for too long). Set before Run().
+  void SetGainedListener(std::function<void(const std::vector<uint32_t>&)> on_gained) {
+    on_gained_ = std::move(on_gained);
+  }
+  // The node's JetStream connection (other buckets use it, e.g. cluster/notified_record.h).
+  JetStream& jetstream() { return *js_; }
+
   // Starts the publisher threads, the applier and the balancer.
   void Run();
   // Drains queued publishes, leaves the cluster (hands its partitions back at once) and stops.
@@ -124,6 +132,7 @@ class ClusterNode {
   std::unique_ptr<Membership> membership_;
   std::unique_ptr<PartitionLeases> leases_;  // the balancer thread's only
   std::unique_ptr<PartitionBalancer> balancer_;
+  std::function<void(const std::vector<uint32_t>&)> on_gained_;  // set before Run
 
   mutable Mutex mu_;
   std::condition_variable cv_;        // stop_ (the applier's and balancer's waits)
