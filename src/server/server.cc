@@ -20,6 +20,7 @@
 #include "auth/token_issuer.h"
 #include "blob/s3_blob_backend.h"
 #include "cluster/cluster_node.h"
+#include "cluster/notified_record.h"
 #include "common/clock.h"
 #include "common/file_system.h"
 #include "common/logging.h"
@@ -56,6 +57,9 @@ struct Server::Parts {
   // Cluster mode only (null alone): publishes the ingestor's writes, applies the stream to the
   // engine, owns partitions. Outlives the ingestor and the liveness monitor that write through it.
   std::unique_ptr<cluster::ClusterNode> cluster;
+  // Cluster mode only: which alert notifications some node delivered (uses the cluster's
+  // connection, so it is declared after it and destroyed before it).
+  std::unique_ptr<cluster::NotifiedRecord> notified;
   // --blob-store s3://: moves image bytes out of the engine's store; destroyed before it.
   std::unique_ptr<blob::S3BlobBackend> s3_blobs;
   std::unique_ptr<influx::InfluxMirror> influx_mirror;  // --mirror-influx
@@ -320,11 +324,37 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   p->alerts->SetChangeListener([live = p->live.get()](const alerting::AlertRecord& a) {
     live->PublishAlert(a.project, a.run, a.ToJson().dump());
   });
+  if (p->cluster) {
+    // Every node detects every run (the same alerts everywhere, nothing to rebuild on take-over);
+    // only the owner of a run's partition notifies, and not what the cluster's notified record
+    // says some node delivered. Gaining partitions tells their receivers what they missed.
+    cluster::NotifiedRecordOptions notified_options;
+    notified_options.node_name = config.node_name;
+    TW_ASSIGN_OR_RETURN(p->notified,
+                        cluster::NotifiedRecord::Open(p->cluster->jetstream(), notified_options,
+                                                      p->clock, log, p->metrics));
+    p->outbox->SetDeliveredListener(
+        [record = p->notified.get()](const notify::Notification& n, const std::string&) {
+          record->Mark(n.idempotency_key);
+        });
+    alerting::ClusterGate gate;
+    gate.owns = [node = p->cluster.get()](const std::string& project, const std::string& run) {
+      const std::vector<uint32_t> owned = node->OwnedPartitions();
+      return std::find(owned.begin(), owned.end(), node->PartitionOfRun(project, run)) !=
+             owned.end();
+    };
+    gate.delivered = [record = p->notified.get()](const std::string& key) {
+      return record->Contains(key);
+    };
+    p->alerts->SetClusterGate(std::move(gate));
+    p->cluster->SetGainedListener(
+        [alerts = p->alerts.get()](const std::vector<uint32_t>&) { alerts->RequestTakeOver(); });
+  }
   p->alerts->Start();
   p->engine->SetCommitListener(
       [live = p->live.get(), alerts = p->alerts.get(), s3_blobs = p->s3_blobs.get(),
-       mirror = p->influx_mirror.get(), cluster_node = p->cluster.get()](
-          const v1::WriteRequest& request, const storage::WriteOutcome& outcome) {
+       mirror = p->influx_mirror.get()](const v1::WriteRequest& request,
+                                        const storage::WriteOutcome& outcome) {
         if (outcome.duplicate_batch) return;
         if (s3_blobs != nullptr &&
             std::any_of(request.runs().begin(), request.runs().end(),
@@ -332,8 +362,8 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
           s3_blobs->Wake();
         if (mirror != nullptr && outcome.points_written > 0) mirror->Offer(request);
         if (outcome.points_written > 0) live->Publish(request);
-        // In a cluster every node applies every run; only the partition's owner detects.
-        if (cluster_node == nullptr || cluster_node->Owns(request)) alerts->OnCommit(request);
+        // In a cluster every node applies and detects every run (the owner alone notifies).
+        alerts->OnCommit(request);
       });
   if (p->cluster) p->cluster->Run();
 
