@@ -30,7 +30,8 @@ void RegisterOpsRoutes(HttpServer& server, ApiContext& ctx) {
     respond(std::move(r));
   });
   // Lets a client that knows only the HTTP URL find the gRPC ingest: an address it can use (none
-  // for a loopback address asked from elsewhere) and whether it speaks TLS.
+  // for a loopback address asked from elsewhere) and whether it speaks TLS; in cluster mode also
+  // the node's view of its cluster (membership, ownership, consumer lag).
   server.Route("GET", "/api/v1/info", [&ctx](HttpRequest&& request, Responder respond) {
     std::string body = "{\"version\":";
     AppendString(&body, ctx.server.version);
@@ -38,7 +39,9 @@ void RegisterOpsRoutes(HttpServer& server, ApiContext& ctx) {
     AppendString(&body, AdvertisedGrpcAddress(ctx.server, request.remote));
     body += ctx.server.grpc_tls ? ",\"grpc_tls\":true" : ",\"grpc_tls\":false";
     const bool keyed = ctx.keys && ctx.keys->enabled();
-    body += keyed ? ",\"api_key_required\":true}\n" : ",\"api_key_required\":false}\n";
+    body += keyed ? ",\"api_key_required\":true" : ",\"api_key_required\":false";
+    if (ctx.cluster_info) body += ",\"cluster\":" + ClusterInfoJson(ctx.cluster_info());
+    body += "}\n";
     respond(HttpResponse::Json(200, std::move(body)));
   });
 }

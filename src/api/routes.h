@@ -31,6 +31,9 @@ struct ApiContext {
   auth::KeyStore* keys = nullptr;             // null: key routes are not registered
   auth::AuditLog* audit = nullptr;            // null: GET /api/v1/audit is not registered
   const auth::TokenIssuer* tokens = nullptr;  // null: POST /api/v1/tokens is not registered
+  // Cluster mode: what this node knows of its cluster (the "cluster" field of /api/v1/info; must
+  // not wait for NATS). Null on a single node.
+  std::function<ClusterInfo()> cluster_info;
   // The most points one raw /api/v1/series answer holds (the rest is paged with next_from).
   size_t max_raw_points = 1'000'000;
 };

@@ -40,6 +40,7 @@ ClusterNode::ClusterNode(const ClusterNodeOptions& options, storage::Engine& eng
       log_(logger),
       queues_(std::max(1, options.publish_threads)),
       owned_(options.partitions, false),
+      owners_(options.partitions),
       published_(metrics.AddCounter("trainwatch_cluster_published_total",
                                     "Partition messages published to the ingest stream.")),
       publish_failures_(metrics.AddCounter(
@@ -58,6 +59,21 @@ ClusterNode::ClusterNode(const ClusterNodeOptions& options, storage::Engine& eng
   metrics.AddGauge("trainwatch_cluster_applied_sequence",
                    "The last ingest-stream sequence applied to this node's store.",
                    [this] { return static_cast<double>(applied_.load()); });
+  metrics.AddGauge("trainwatch_cluster_members",
+                   "Live members of the cluster (nodes heartbeating), as of the last refresh.",
+                   [this] {
+                     MutexLock lock(mu_);
+                     return static_cast<double>(members_.size());
+                   });
+  metrics.AddGauge("trainwatch_cluster_stream_last_sequence",
+                   "The ingest stream's last sequence, as of the last refresh.", [this] {
+                     MutexLock lock(mu_);
+                     return static_cast<double>(stream_last_sequence_);
+                   });
+  metrics.AddGauge("trainwatch_cluster_consumer_lag",
+                   "Stream messages this node has still to apply (the stream's last sequence, as "
+                   "of the last refresh, less the applied one).",
+                   [this] { return static_cast<double>(View().consumer_lag()); });
 }
 
 Result<std::unique_ptr<ClusterNode>> ClusterNode::Connect(const ClusterNodeOptions& options,
@@ -147,6 +163,7 @@ void ClusterNode::Run() {
   }
   applier_ = std::thread([this] { ApplyLoop(); });
   balancer_thread_ = std::thread([this] { BalanceLoop(); });
+  observer_thread_ = std::thread([this] { ObserveLoop(); });
 }
 
 void ClusterNode::Stop() {
@@ -160,6 +177,7 @@ void ClusterNode::Stop() {
   for (std::thread& t : publishers_) t.join();  // they drain the queue first
   if (applier_.joinable()) applier_.join();
   if (balancer_thread_.joinable()) balancer_thread_.join();
+  if (observer_thread_.joinable()) observer_thread_.join();
   {
     MutexLock lock(mu_);  // jobs queued when nothing ran (Run was never called)
     for (std::deque<PublishJob>& queue : queues_) {
@@ -410,6 +428,64 @@ bool ClusterNode::Owns(const v1::WriteRequest& request) const {
 
 uint32_t ClusterNode::PartitionOfRun(const std::string& project, const std::string& run) const {
   return PartitionOf(project.empty() ? "default" : project, run, options_.partitions);
+}
+
+void ClusterNode::ObserveLoop() {
+  const double step_seconds = options_.lease_seconds / 4;
+  for (;;) {
+    RefreshView();
+    if (WaitOrStop(step_seconds)) return;
+  }
+}
+
+void ClusterNode::RefreshView() {
+  // The view keeps its last values when a read fails (NATS unreachable, a bucket or the stream
+  // without a leader); the first failure ends the round, so that an outage costs one timeout.
+  Result<std::vector<std::string>> members = membership_->Live();
+  if (!members.ok()) return;
+  {
+    MutexLock lock(mu_);
+    members_ = std::move(members).value();
+  }
+  std::vector<std::string> owners(options_.partitions);
+  for (uint32_t p = 0; p < options_.partitions; ++p) {
+    // The lease bucket read directly (PartitionLeases is the balancer thread's).
+    Result<KeyValueEntry> entry = leases_kv_->Get(PartitionLeases::Key(p));
+    if (entry.ok()) {
+      owners[p] = std::move(entry->value);
+    } else if (entry.status().code() != StatusCode::kNotFound) {
+      return;
+    }
+  }
+  {
+    MutexLock lock(mu_);
+    owners_ = std::move(owners);
+  }
+  Result<StreamState> stream = js_->GetStreamState(options_.stream);
+  if (!stream.ok()) return;
+  MutexLock lock(mu_);
+  stream_last_sequence_ = stream->last_sequence;
+  stream_leader_ = stream->leader;
+  refreshed_unix_ = clock_.NowUnixSeconds();
+}
+
+ClusterView ClusterNode::View() const {
+  ClusterView view;
+  view.node = options_.node_name;
+  view.partitions = options_.partitions;
+  view.stream = options_.stream;
+  view.nats_connected = !js_->ConnectedUrl().empty();
+  view.applied_sequence = applied_.load();
+  MutexLock lock(mu_);
+  view.members = members_;
+  view.owners = owners_;
+  view.stream_last_sequence = stream_last_sequence_;
+  view.stream_leader = stream_leader_;
+  view.refreshed_unix = refreshed_unix_;
+  for (uint32_t p = 0; p < owned_.size(); ++p) {
+    if (owned_[p]) view.owned.push_back(p);
+  }
+  return view;
 }
 
 std::vector<uint32_t> ClusterNode::OwnedPartitions() const {

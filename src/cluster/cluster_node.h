@@ -62,6 +62,29 @@ struct ClusterNodeOptions {
 // The subjects of the ingest stream: one per partition, under "tw.ingest.".
 inline constexpr const char* kIngestSubjects = "tw.ingest.>";
 
+// What a node knows of its cluster (GET /api/v1/info, /metrics). Membership, the partitions'
+// owners and the stream's state are read from NATS every quarter of the lease, so they may be
+// that old; `refreshed_unix` says when they were last all read.
+struct ClusterView {
+  std::string node;
+  uint32_t partitions = 0;
+  std::vector<std::string> members;  // live members (heartbeating), sorted
+  std::vector<uint32_t> owned;       // the partitions this node holds, ascending
+  // owners[p]: the node holding partition p's lease, "" when none does or it is not known yet.
+  std::vector<std::string> owners;
+  std::string stream;
+  uint64_t stream_last_sequence = 0;
+  std::string stream_leader;  // the server name of the stream's raft leader, "" when none
+  uint64_t applied_sequence = 0;
+  bool nats_connected = false;
+  double refreshed_unix = 0;  // 0: never refreshed yet
+
+  // The stream messages this node has still to apply (as of the last refresh).
+  uint64_t consumer_lag() const {
+    return stream_last_sequence > applied_sequence ? stream_last_sequence - applied_sequence : 0;
+  }
+};
+
 class ClusterNode {
  public:
   // Connects, creates or checks the stream and buckets, and checks that the cluster's partition
@@ -95,6 +118,8 @@ class ClusterNode {
   bool Owns(const v1::WriteRequest& request) const;
   uint32_t PartitionOfRun(const std::string& project, const std::string& run) const;
   std::vector<uint32_t> OwnedPartitions() const;
+  // A copy of what this node knows of the cluster (never waits for NATS).
+  ClusterView View() const;
   // The last stream sequence the engine applied.
   uint64_t applied_sequence() const { return applied_.load(); }
   const ClusterNodeOptions& options() const { return options_; }
@@ -117,6 +142,11 @@ class ClusterNode {
   // Writes `messages` to the engine in order and waits for them; OK when all were applied.
   Status ApplyMessages(const std::vector<StreamMessage>& messages);
   void BalanceLoop();
+  // Refreshes the view every quarter of the lease, on its own thread: reads from NATS that time
+  // out must not delay the balancer's renewals.
+  void ObserveLoop();
+  // Reads membership, the partitions' owners and the stream's state into the view.
+  void RefreshView();
   // The last sequence the engine applied as applier_writer(), found through IsDuplicate.
   uint64_t LastAppliedSequence() const;
   // Waits `seconds` or until Stop; true when stopping.
@@ -144,11 +174,18 @@ class ClusterNode {
   std::vector<std::deque<PublishJob>> queues_ TW_GUARDED_BY(mu_);
   size_t queued_ TW_GUARDED_BY(mu_) = 0;
   std::vector<bool> owned_ TW_GUARDED_BY(mu_);
+  // The parts of View() read from NATS by RefreshView.
+  std::vector<std::string> members_ TW_GUARDED_BY(mu_);
+  std::vector<std::string> owners_ TW_GUARDED_BY(mu_);
+  uint64_t stream_last_sequence_ TW_GUARDED_BY(mu_) = 0;
+  std::string stream_leader_ TW_GUARDED_BY(mu_);
+  double refreshed_unix_ TW_GUARDED_BY(mu_) = 0;
 
   std::atomic<uint64_t> applied_{0};
   std::vector<std::thread> publishers_;
   std::thread applier_;
   std::thread balancer_thread_;
+  std::thread observer_thread_;  // ObserveLoop
 
   Counter& published_;
   Counter& publish_failures_;

@@ -424,6 +424,24 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   p->api->tokens = p->tokens.get();
   if (!config.alerting_file.empty())
     p->api->reload_rules = [parts = p.get()] { return parts->ReloadAlerting(); };
+  if (p->cluster) {
+    p->api->cluster_info = [node = p->cluster.get()] {
+      cluster::ClusterView v = node->View();
+      api::ClusterInfo info;
+      info.node = std::move(v.node);
+      info.partitions = v.partitions;
+      info.members = std::move(v.members);
+      info.owned = std::move(v.owned);
+      info.owners = std::move(v.owners);
+      info.stream = std::move(v.stream);
+      info.stream_last_sequence = v.stream_last_sequence;
+      info.stream_leader = std::move(v.stream_leader);
+      info.applied_sequence = v.applied_sequence;
+      info.nats_connected = v.nats_connected;
+      info.refreshed_unix = v.refreshed_unix;
+      return info;
+    };
+  }
   api::HttpServerOptions http_options;
   http_options.tls = p->tls.get();
   http_options.host = config.listen.host;
