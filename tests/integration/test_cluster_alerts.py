@@ -173,6 +173,10 @@ def test_a_nan_whose_owner_is_killed_right_after_is_notified_exactly_once(cluste
                "the delivery to be recorded in the cluster's notified bucket")
     wait_until(lambda: outboxes_idle(survivors), "the survivors' outboxes to be idle")
     assert len(nan_bodies(hook, run)) == 1, hook.log()
+    # Which way it went: sent on take-over (the usual case: the victim died before detecting it),
+    # or found in the record (it had delivered it in the moment before its death).
+    print("take-over: notified %d, found delivered %d" % tuple(
+        sum(metric(n, "trainwatch_alerts_takeover_%s_total" % k) for n in survivors) for k in ("notified", "known")))
 
 
 def test_an_incident_notified_before_its_owner_dies_is_not_notified_again(cluster, hook):
