@@ -9,7 +9,7 @@ PYTHON ?= /usr/bin/python3
 
 FUZZ_SECONDS ?= 120
 
-.PHONY: all deps configure build run test test-cpp test-integration bench fuzz clean
+.PHONY: all deps configure build run cluster cluster-down test test-cpp test-integration bench fuzz clean
 
 all: build
 
@@ -27,6 +27,14 @@ build: configure
 
 run: build
 	./scripts/run.sh $(BUILD_DIR)/bin/trainwatch "$(DATA_DIR)" "$(LISTEN)" "$(DEMO)"
+
+# Three nats-server (JetStream R3) and three trainwatch nodes on 127.0.0.1, data in ./cluster-data,
+# and the demo run writing to them (docs/cluster.md; settings at the top of scripts/cluster.sh).
+cluster: build
+	TRAINWATCH_BIN=$(BUILD_DIR)/bin/trainwatch BUILD_DIR=$(BUILD_DIR) DEMO=$(DEMO) ./scripts/cluster.sh up
+
+cluster-down:
+	./scripts/cluster.sh down
 
 test: build
 	./scripts/test.sh $(BUILD_DIR)
