@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -21,8 +22,9 @@ extern char** environ;
 namespace trainwatch::cluster::test {
 namespace {
 
-// How long a node may take to start (it is a local process; minutes means it is broken).
-constexpr auto kStartTimeout = std::chrono::seconds(60);
+// How long a node may take to start or to log an awaited event (it is a local process; a minute
+// means it is broken).
+constexpr auto kEventTimeout = std::chrono::seconds(60);
 
 // The port in a log line "... on 127.0.0.1:PORT", 0 if `log` has no such line for `what`.
 int PortFromLog(const std::string& log, const std::string& what) {
@@ -33,44 +35,16 @@ int PortFromLog(const std::string& log, const std::string& what) {
 
 }  // namespace
 
-// One nats-server process and the thread that reads its log (stderr) into `log`.
+std::string StreamLeaderLine(const std::string& name) {
+  return "new stream leader for '\\$G > " + name + "'";
+}
+
+// One nats-server process and the thread that reads its log (stderr) into the cluster's logs_.
 struct NatsCluster::Node {
   pid_t pid = -1;
   int client_port = -1;  // -1: let nats-server choose (first start)
   int route_port = 0;
   std::thread reader;
-  mutable Mutex mu;
-  std::condition_variable changed;
-  std::string log TW_GUARDED_BY(mu);
-  bool exited TW_GUARDED_BY(mu) = true;  // the log's pipe closed
-
-  void Read(int fd) TW_EXCLUDES(mu) {
-    char buffer[4096];
-    ssize_t n;
-    while ((n = ::read(fd, buffer, sizeof buffer)) > 0) {
-      MutexLock lock(mu);
-      log.append(buffer, static_cast<size_t>(n));
-      changed.notify_all();
-    }
-    ::close(fd);
-    MutexLock lock(mu);
-    exited = true;
-    changed.notify_all();
-  }
-
-  // Waits, after `from` bytes of log, for the last line a starting server writes (it listens for
-  // routes after it says it is ready); the log so far if it came.
-  Result<std::string> WaitReady(size_t from) TW_EXCLUDES(mu) {
-    static const std::string kLast = "Listening for route connections";
-    MutexLock lock(mu);
-    bool ready = changed.wait_for(lock.native(), kStartTimeout, [&]() TW_REQUIRES(mu) {
-      return exited || log.find(kLast, from) != std::string::npos;
-    });
-    if (!ready || log.find(kLast, from) == std::string::npos) {
-      return Status::Unavailable("nats-server did not start; its log:\n" + log.substr(from));
-    }
-    return log;
-  }
 
   void Stop(int signal) {
     if (pid > 0) {
@@ -83,6 +57,74 @@ struct NatsCluster::Node {
   }
 };
 
+void NatsCluster::ReadLog(int i, int fd) {
+  char buffer[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buffer, sizeof buffer)) > 0) {
+    MutexLock lock(mu_);
+    logs_[i].append(buffer, static_cast<size_t>(n));
+    logged_.notify_all();
+  }
+  ::close(fd);
+  MutexLock lock(mu_);
+  exited_[i] = true;
+  logged_.notify_all();
+}
+
+// The last line a starting server writes is that it listens for routes (after "Server is ready").
+Result<std::string> NatsCluster::WaitReady(int i, size_t from) {
+  static const std::string kLast = "Listening for route connections";
+  MutexLock lock(mu_);
+  logged_.wait_for(lock.native(), kEventTimeout, [&]() TW_REQUIRES(mu_) {
+    return exited_[i] || logs_[i].find(kLast, from) != std::string::npos;
+  });
+  if (logs_[i].find(kLast, from) == std::string::npos) {
+    return Status::Unavailable("nats-server did not start; its log:\n" + logs_[i].substr(from));
+  }
+  return logs_[i].substr(from);
+}
+
+NatsCluster::LogMark NatsCluster::MarkLogs() const {
+  MutexLock lock(mu_);
+  LogMark mark;
+  for (const std::string& log : logs_) mark.push_back(log.size());
+  return mark;
+}
+
+Result<int> NatsCluster::WaitForLog(const LogMark& mark, const std::string& pattern,
+                                    const std::vector<int>& nodes) const {
+  std::vector<int> which = nodes;
+  if (which.empty()) {
+    for (int i = 0; i < size(); ++i) which.push_back(i);
+  }
+  const std::regex line(pattern);
+  int found = -1;
+  MutexLock lock(mu_);
+  logged_.wait_for(lock.native(), kEventTimeout, [&]() TW_REQUIRES(mu_) {
+    for (int i : which) {
+      const size_t from = i < static_cast<int>(mark.size()) ? mark[i] : 0;
+      if (std::regex_search(logs_[i].begin() + static_cast<std::ptrdiff_t>(from), logs_[i].end(),
+                            line)) {
+        found = i;
+        return true;
+      }
+    }
+    return false;
+  });
+  if (found >= 0) return found;
+  return Status::Unavailable("no node logged /" + pattern + "/ within a minute; their logs:\n" +
+                             LogsSince(mark, which));
+}
+
+std::string NatsCluster::LogsSince(const LogMark& mark, const std::vector<int>& nodes) const {
+  std::string out;
+  for (int i : nodes) {
+    const size_t from = i < static_cast<int>(mark.size()) ? mark[i] : 0;
+    out += "--- " + Name(i) + "\n" + logs_[i].substr(std::min(from, logs_[i].size()));
+  }
+  return out;
+}
+
 Result<std::unique_ptr<NatsCluster>> NatsCluster::Start(int nodes, const std::string& dir) {
   if (::access(kNatsServer, X_OK) != 0) {
     return Status::NotFound(std::string(kNatsServer) +
@@ -90,12 +132,23 @@ Result<std::unique_ptr<NatsCluster>> NatsCluster::Start(int nodes, const std::st
   }
   std::unique_ptr<NatsCluster> cluster(new NatsCluster(dir));
   for (int i = 0; i < nodes; ++i) cluster->nodes_.push_back(std::make_unique<Node>());
+  {
+    MutexLock lock(cluster->mu_);
+    cluster->logs_.resize(static_cast<size_t>(nodes));
+    cluster->exited_.assign(static_cast<size_t>(nodes), true);
+  }
+  const LogMark start = cluster->MarkLogs();
   // A JetStream cluster needs a configured route to start; node 0's is to nowhere (port 1) until
   // the others route to it.
   if (Status s = cluster->Launch(0, {"nats://127.0.0.1:1"}); !s.ok()) return s;
   const std::string seed = "nats://127.0.0.1:" + std::to_string(cluster->nodes_[0]->route_port);
   for (int i = 1; i < nodes; ++i) {
     if (Status s = cluster->Launch(i, {seed}); !s.ok()) return s;
+  }
+  for (int i = 0; i < nodes; ++i) {
+    if (auto known = cluster->WaitForLog(start, kMetaLeaderLine, {i}); !known.ok()) {
+      return known.status();
+    }
   }
   return cluster;
 }
@@ -151,18 +204,17 @@ Status NatsCluster::Launch(int i, const std::vector<std::string>& routes) {
   }
   size_t from;
   {
-    MutexLock lock(node.mu);
-    from = node.log.size();
-    node.exited = false;
+    MutexLock lock(mu_);
+    from = logs_[i].size();
+    exited_[i] = false;
   }
-  node.reader = std::thread([&node, fd = fds[0]] { node.Read(fd); });
-  Result<std::string> log = node.WaitReady(from);
-  if (!log.ok()) return log.status();
-  const std::string started = log->substr(from);
-  node.client_port = PortFromLog(started, "Listening for client connections");
-  node.route_port = PortFromLog(started, "Listening for route connections");
+  node.reader = std::thread([this, i, fd = fds[0]] { ReadLog(i, fd); });
+  Result<std::string> started = WaitReady(i, from);
+  if (!started.ok()) return started.status();
+  node.client_port = PortFromLog(*started, "Listening for client connections");
+  node.route_port = PortFromLog(*started, "Listening for route connections");
   if (node.client_port == 0 || node.route_port == 0) {
-    return Status::Internal("no ports in nats-server's log:\n" + started);
+    return Status::Internal("no ports in nats-server's log:\n" + *started);
   }
   return Status::Ok();
 }
@@ -194,13 +246,14 @@ Status NatsCluster::Restart(int i) {
   for (int j = 0; j < size(); ++j) {
     if (j != i) routes.push_back("nats://127.0.0.1:" + std::to_string(nodes_[j]->route_port));
   }
-  return Launch(i, routes);
+  const LogMark mark = MarkLogs();
+  if (Status s = Launch(i, routes); !s.ok()) return s;
+  return WaitForLog(mark, kMetaLeaderLine, {i}).status();
 }
 
 std::string NatsCluster::Log(int i) const {
-  const Node& node = *nodes_[i];
-  MutexLock lock(node.mu);
-  return node.log;
+  MutexLock lock(mu_);
+  return logs_[i];
 }
 
 }  // namespace trainwatch::cluster::test
