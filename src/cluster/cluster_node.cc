@@ -54,7 +54,7 @@ ClusterNode::ClusterNode(const ClusterNodeOptions& options, storage::Engine& eng
   metrics.AddGauge("trainwatch_cluster_partitions", "Partitions of the cluster.",
                    [n = options.partitions] { return static_cast<double>(n); });
   metrics.AddGauge("trainwatch_cluster_partitions_owned",
-                   "Partitions this node owns (runs detection and alerting for).",
+                   "Partitions this node owns (sends alert notifications for).",
                    [this] { return static_cast<double>(OwnedPartitions().size()); });
   metrics.AddGauge("trainwatch_cluster_applied_sequence",
                    "The last ingest-stream sequence applied to this node's store.",

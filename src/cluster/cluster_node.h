@@ -1,6 +1,6 @@
 // One trainwatch server's part in a cluster (docs/cluster.md): the write path into JetStream, the
 // applier that feeds the node's own embedded engine from the stream, and the partition ownership
-// that decides which node runs detection and alerting for which runs.
+// that decides which node notifies for which runs (every node detects every run).
 //
 // - Publish (the Ingestor's sink in cluster mode): a validated, normalised WriteRequest is split
 //   by partition (PartitionOf(project, run)) and each part is published to `tw.ingest.p<N>` with
@@ -15,7 +15,7 @@
 //   store answers every query (the read side of "any node answers any query").
 // - Ownership: a PartitionBalancer step every quarter of the lease keeps this node's share of
 //   the partitions (leases in a KV bucket); Owns() says whether a committed request belongs to an
-//   owned partition, which is where the server runs detectors and alerts.
+//   owned partition, which is where the server notifies about alerts (docs/cluster.md).
 //
 // Thread-safety: Publish, Owns and the accessors may be called from any thread.
 #pragma once
