@@ -15,7 +15,7 @@ bool OverlapsSteps(const Summary& s, const BucketGrid& grid) {
 }
 
 // Hands every point of one rank on the grid to a RankAggregator (no summary can stand for the
-// points: the percentiles need every value).
+// points: the percentiles need every value). Steps only: the run clock is not read.
 class AggregatingScanner final : public storage::SeriesScanner {
  public:
   AggregatingScanner(RankAggregator& aggregator, const BucketGrid& grid, uint32_t rank)
@@ -25,8 +25,9 @@ class AggregatingScanner final : public storage::SeriesScanner {
   bool WantsChunk(const Summary& summary) const override { return OverlapsSteps(summary, grid_); }
   void TakePoints(const Point* begin, const Point* end, const Point*,
                   const BlockSummary*) override {
-    aggregator_.Add(rank_, begin, end);
+    aggregator_.AddStepOrdered(rank_, begin, end);
   }
+  bool NeedsTimes() const override { return false; }
 
  private:
   RankAggregator& aggregator_;
@@ -35,6 +36,7 @@ class AggregatingScanner final : public storage::SeriesScanner {
 };
 
 // One rank's buckets on the step grid, folding whole chunks from their summaries where they fit.
+// Steps only: the buckets' first_time/last_time stay 0 (the run clock is not read).
 class MatrixScanner final : public storage::SeriesScanner {
  public:
   explicit MatrixScanner(const BucketGrid& grid) : sampler_(grid, XAxis::kStep, 0), grid_(grid) {}
@@ -45,6 +47,7 @@ class MatrixScanner final : public storage::SeriesScanner {
                   const BlockSummary* blocks) override {
     sampler_.AddStepOrdered(begin, end, base, blocks);
   }
+  bool NeedsTimes() const override { return false; }
   std::vector<Bucket> Finish() const { return sampler_.Finish(); }
 
  private:
@@ -128,11 +131,14 @@ Result<RankMatrix> LocalQuerier::RankMatrixOf(const RankRequest& request) const 
   RankMatrix out;
   TW_ASSIGN_OR_RETURN(out.grid, RankGrid(request, &ranks));
   out.rows.reserve(ranks.size());
+  // A block of kBlockPoints points spans at least kBlockPoints - 1 steps: on a narrower grid no
+  // bucket covers a whole block, and summarising blocks would only cost.
+  const bool block_summaries = out.grid.Width() > static_cast<double>(storage::kBlockPoints - 1);
   for (uint32_t rank : ranks) {
     storage::SeriesKey series = request.metric;
     series.rank = rank;
     MatrixScanner scanner(out.grid);
-    Status s = engine_.ScanSeries(series, /*block_summaries=*/true, scanner);
+    Status s = engine_.ScanSeries(series, block_summaries, scanner);
     if (s.code() == StatusCode::kNotFound) continue;
     TW_RETURN_IF_ERROR(s);
     out.rows.push_back({rank, scanner.Finish()});

@@ -93,84 +93,89 @@ TEST_F(RankQueryTest, AggregatesMatchABruteForceComputationOverRandomData) {
     WriteRank(r, kRanks, "loss", {rows.begin(), rows.begin() + half});
     WriteRank(r, kRanks, "loss", {rows.begin() + half, rows.end()});
   }
-  LocalQuerier querier(*engine_);
-  for (uint32_t buckets : {1u, 7u, 40u, 159u, 500u}) {
-    for (auto [from, to] :
-         std::vector<std::pair<double, double>>{{-INFINITY, INFINITY}, {10, 100}, {33.5, 34.5}}) {
-      SCOPED_TRACE("buckets " + std::to_string(buckets) + " from " + std::to_string(from));
-      Result<RankAggregates> got = querier.AggregateRanks(Request(buckets, from, to));
-      ASSERT_TRUE(got.ok()) << got.status().ToString();
-      EXPECT_EQ(got->rank_count, kRanks);
-      // The grid: the given ends, else the ranks' joint range.
-      int64_t lo = std::numeric_limits<int64_t>::max(), hi = -1;
-      for (const auto& [rank, steps] : data) {
-        lo = std::min(lo, steps.begin()->first);
-        hi = std::max(hi, steps.rbegin()->first);
-      }
-      EXPECT_EQ(hi, kSteps + 1) << "rank 2 goes furthest";
-      const BucketGrid grid = got->grid;
-      EXPECT_EQ(grid.from, std::isfinite(from) ? from : static_cast<double>(lo));
-      EXPECT_EQ(grid.to, std::isfinite(to) ? to : static_cast<double>(hi));
-      std::map<uint32_t, BruteBucket> expected;
-      for (const auto& [rank, steps] : data) {
-        for (const auto& [step, v] : steps) {
-          int64_t i = grid.IndexOf(static_cast<double>(step));
-          if (i < 0) continue;
-          BruteBucket& b = expected[static_cast<uint32_t>(i)];
-          ++b.count;
-          b.ranks.insert(rank);
-          b.first_step = std::min(b.first_step, step);
-          b.last_step = std::max(b.last_step, step);
-          if (std::isnan(v))
-            ++b.nan_count;
-          else
-            b.values.emplace_back(v, rank);
+  // Before a restart (chunks in memory) and after it (chunks read from the store, without times).
+  for (bool reopened : {false, true}) {
+    if (reopened) Open(/*chunk_points=*/16);
+    LocalQuerier querier(*engine_);
+    for (uint32_t buckets : {1u, 7u, 40u, 159u, 500u}) {
+      for (auto [from, to] :
+           std::vector<std::pair<double, double>>{{-INFINITY, INFINITY}, {10, 100}, {33.5, 34.5}}) {
+        SCOPED_TRACE("buckets " + std::to_string(buckets) + " from " + std::to_string(from) +
+                     (reopened ? " reopened" : ""));
+        Result<RankAggregates> got = querier.AggregateRanks(Request(buckets, from, to));
+        ASSERT_TRUE(got.ok()) << got.status().ToString();
+        EXPECT_EQ(got->rank_count, kRanks);
+        // The grid: the given ends, else the ranks' joint range.
+        int64_t lo = std::numeric_limits<int64_t>::max(), hi = -1;
+        for (const auto& [rank, steps] : data) {
+          lo = std::min(lo, steps.begin()->first);
+          hi = std::max(hi, steps.rbegin()->first);
         }
-      }
-      ASSERT_EQ(got->buckets.size(), expected.size());
-      size_t k = 0;
-      for (auto& [index, want] : expected) {
-        const RankBucket& b = got->buckets[k++];
-        ASSERT_EQ(b.index, index);
-        EXPECT_EQ(b.count, want.count);
-        EXPECT_EQ(b.nan_count, want.nan_count);
-        EXPECT_EQ(b.ranks, want.ranks.size());
-        EXPECT_EQ(b.first_step, want.first_step);
-        EXPECT_EQ(b.last_step, want.last_step);
-        if (want.values.empty()) {
-          EXPECT_TRUE(std::isnan(b.min));
-          continue;
-        }
-        // min/max: the value, and the lowest rank holding it.
-        auto by_value_then_rank = want.values;
-        std::sort(by_value_then_rank.begin(), by_value_then_rank.end());
-        EXPECT_EQ(b.min, by_value_then_rank.front().first);
-        EXPECT_EQ(b.min_rank, by_value_then_rank.front().second);
-        double max = by_value_then_rank.back().first;
-        uint32_t max_rank = std::numeric_limits<uint32_t>::max();
-        for (auto [v, r] : want.values) {
-          if (v == max) max_rank = std::min(max_rank, r);
-        }
-        EXPECT_EQ(b.max, max);
-        EXPECT_EQ(b.max_rank, max_rank);
-        std::vector<double> values;
-        double sum = 0;
-        size_t finite = 0;
-        for (auto [v, r] : want.values) {
-          values.push_back(v);
-          if (std::isfinite(v)) {
-            sum += v;
-            ++finite;
+        EXPECT_EQ(hi, kSteps + 1) << "rank 2 goes furthest";
+        const BucketGrid grid = got->grid;
+        EXPECT_EQ(grid.from, std::isfinite(from) ? from : static_cast<double>(lo));
+        EXPECT_EQ(grid.to, std::isfinite(to) ? to : static_cast<double>(hi));
+        std::map<uint32_t, BruteBucket> expected;
+        for (const auto& [rank, steps] : data) {
+          for (const auto& [step, v] : steps) {
+            int64_t i = grid.IndexOf(static_cast<double>(step));
+            if (i < 0) continue;
+            BruteBucket& b = expected[static_cast<uint32_t>(i)];
+            ++b.count;
+            b.ranks.insert(rank);
+            b.first_step = std::min(b.first_step, step);
+            b.last_step = std::max(b.last_step, step);
+            if (std::isnan(v))
+              ++b.nan_count;
+            else
+              b.values.emplace_back(v, rank);
           }
         }
-        if (finite > 0) {
-          EXPECT_NEAR(b.mean, sum / static_cast<double>(finite), 1e-9);
-        } else {
-          EXPECT_TRUE(std::isnan(b.mean));
+        ASSERT_EQ(got->buckets.size(), expected.size());
+        size_t k = 0;
+        for (auto& [index, want] : expected) {
+          const RankBucket& b = got->buckets[k++];
+          ASSERT_EQ(b.index, index);
+          EXPECT_EQ(b.count, want.count);
+          EXPECT_EQ(b.nan_count, want.nan_count);
+          EXPECT_EQ(b.ranks, want.ranks.size());
+          EXPECT_EQ(b.first_step, want.first_step);
+          EXPECT_EQ(b.last_step, want.last_step);
+          if (want.values.empty()) {
+            EXPECT_TRUE(std::isnan(b.min));
+            continue;
+          }
+          // min/max: the value, and the lowest rank holding it.
+          auto by_value_then_rank = want.values;
+          std::sort(by_value_then_rank.begin(), by_value_then_rank.end());
+          EXPECT_EQ(b.min, by_value_then_rank.front().first);
+          EXPECT_EQ(b.min_rank, by_value_then_rank.front().second);
+          double max = by_value_then_rank.back().first;
+          uint32_t max_rank = std::numeric_limits<uint32_t>::max();
+          for (auto [v, r] : want.values) {
+            if (v == max) max_rank = std::min(max_rank, r);
+          }
+          EXPECT_EQ(b.max, max);
+          EXPECT_EQ(b.max_rank, max_rank);
+          std::vector<double> values;
+          double sum = 0;
+          size_t finite = 0;
+          for (auto [v, r] : want.values) {
+            values.push_back(v);
+            if (std::isfinite(v)) {
+              sum += v;
+              ++finite;
+            }
+          }
+          if (finite > 0) {
+            EXPECT_NEAR(b.mean, sum / static_cast<double>(finite), 1e-9);
+          } else {
+            EXPECT_TRUE(std::isnan(b.mean));
+          }
+          EXPECT_EQ(b.median, BruteQuantile(values, 0.5));
+          EXPECT_EQ(b.p10, BruteQuantile(values, 0.1));
+          EXPECT_EQ(b.p90, BruteQuantile(values, 0.9));
         }
-        EXPECT_EQ(b.median, BruteQuantile(values, 0.5));
-        EXPECT_EQ(b.p10, BruteQuantile(values, 0.1));
-        EXPECT_EQ(b.p90, BruteQuantile(values, 0.9));
       }
     }
   }
@@ -330,6 +335,156 @@ TEST_F(RankQueryTest, ExportCarriesEveryRank) {
   EXPECT_EQ(cells[1].rank, 0u);
   EXPECT_EQ(cells[2].rank, 1u);
   EXPECT_EQ(cells[4].value, 30);
+}
+
+// Equal, NaN equal to NaN (a quantile between -Inf and +Inf is NaN either way).
+bool Same(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
+
+TEST(RankAggregatorTest, SelectionAndOrderedRunsMatchSortingEveryValue) {
+  std::mt19937_64 rng(20261207);
+  constexpr uint32_t kRanks = 37;
+  // rank -> its points by step: gaps, many equal values, NaN and ±Inf.
+  std::vector<std::vector<storage::Point>> points(kRanks);
+  for (uint32_t r = 0; r < kRanks; ++r) {
+    for (int64_t s = 0; s < 1000; s += 1 + static_cast<int64_t>(rng() % 3)) {
+      double v = static_cast<double>(rng() % 50) / 4;
+      if (rng() % 97 == 0) v = std::nan("");
+      if (rng() % 211 == 0) v = rng() % 2 ? INFINITY : -INFINITY;
+      points[r].push_back({s, 0, v});
+    }
+  }
+  for (uint32_t count : {1u, 3u, 10u, 333u, 1000u, 1500u}) {
+    for (auto [from, to] : std::vector<std::pair<double, double>>{{0, 999}, {0.3, 997.7}, {5, 5}}) {
+      SCOPED_TRACE("buckets " + std::to_string(count) + " from " + std::to_string(from));
+      const BucketGrid grid{from, to, count};
+      RankAggregator ordered(grid), any_order(grid);
+      std::map<uint32_t, BruteBucket> expected;
+      for (uint32_t r = 0; r < kRanks; ++r) {
+        const std::vector<storage::Point>& p = points[r];
+        // In three slices, as a series' chunks and head come.
+        const size_t a = p.size() / 3, b = 2 * p.size() / 3;
+        ordered.AddStepOrdered(r, p.data(), p.data() + a);
+        ordered.AddStepOrdered(r, p.data() + a, p.data() + b);
+        ordered.AddStepOrdered(r, p.data() + b, p.data() + p.size());
+        std::vector<storage::Point> shuffled = p;
+        std::shuffle(shuffled.begin(), shuffled.end(), rng);
+        any_order.Add(r, shuffled.data(), shuffled.data() + shuffled.size());
+        for (const storage::Point& q : p) {
+          const int64_t i = grid.IndexOf(static_cast<double>(q.step));
+          if (i < 0) continue;
+          BruteBucket& want = expected[static_cast<uint32_t>(i)];
+          ++want.count;
+          want.ranks.insert(r);
+          want.first_step = std::min(want.first_step, q.step);
+          want.last_step = std::max(want.last_step, q.step);
+          if (std::isnan(q.value))
+            ++want.nan_count;
+          else
+            want.values.emplace_back(q.value, r);
+        }
+      }
+      const std::vector<RankBucket> got = ordered.Finish();
+      const std::vector<RankBucket> got_any = any_order.Finish();
+      ASSERT_EQ(got.size(), expected.size());
+      ASSERT_EQ(got_any.size(), expected.size());
+      size_t k = 0;
+      for (auto& [index, want] : expected) {
+        for (const RankBucket* b : {&got[k], &got_any[k]}) {
+          ASSERT_EQ(b->index, index);
+          EXPECT_EQ(b->count, want.count);
+          EXPECT_EQ(b->nan_count, want.nan_count);
+          EXPECT_EQ(b->ranks, want.ranks.size());
+          EXPECT_EQ(b->first_step, want.first_step);
+          EXPECT_EQ(b->last_step, want.last_step);
+          std::vector<double> values;
+          for (auto [v, r] : want.values) values.push_back(v);
+          if (values.empty()) {
+            EXPECT_TRUE(std::isnan(b->median));
+            continue;
+          }
+          auto sorted = want.values;
+          std::sort(sorted.begin(), sorted.end());
+          EXPECT_EQ(b->min, sorted.front().first);
+          EXPECT_EQ(b->min_rank, sorted.front().second);
+          EXPECT_EQ(b->max, sorted.back().first);
+          EXPECT_TRUE(Same(b->p10, BruteQuantile(values, 0.1))) << b->p10;
+          EXPECT_TRUE(Same(b->median, BruteQuantile(values, 0.5))) << b->median;
+          EXPECT_TRUE(Same(b->p90, BruteQuantile(values, 0.9))) << b->p90;
+        }
+        // The same additions in the same order: the same mean, to the bit.
+        EXPECT_TRUE(Same(got[k].mean, got_any[k].mean));
+        ++k;
+      }
+    }
+  }
+}
+
+TEST_F(RankQueryTest, MatrixMatchesABruteForceComputationWithAndWithoutBlockSummaries) {
+  Open(/*chunk_points=*/100);  // chunks of several 32-point blocks
+  std::mt19937_64 rng(7);
+  constexpr uint32_t kRanks = 5;
+  std::map<uint32_t, std::vector<std::pair<int64_t, double>>> data;
+  for (uint32_t r = 0; r < kRanks; ++r) {
+    std::vector<std::pair<int64_t, double>> rows;
+    for (int64_t s = 0; s < 1000; s += 1 + static_cast<int64_t>(rng() % 2)) {
+      double v = static_cast<double>(rng() % 1000) / 8 - 60;
+      if (rng() % 89 == 0) v = std::nan("");
+      rows.emplace_back(s, v);
+    }
+    WriteRank(r, kRanks, "loss", {rows.begin(), rows.begin() + rows.size() / 2});
+    WriteRank(r, kRanks, "loss", {rows.begin() + rows.size() / 2, rows.end()});
+    data[r] = rows;
+  }
+  for (bool reopened : {false, true}) {
+    if (reopened) Open(/*chunk_points=*/100);
+    LocalQuerier querier(*engine_);
+    // 3 and 7 buckets: wider than a block (summaries used); 100 and 700: narrower.
+    for (uint32_t buckets : {3u, 7u, 100u, 700u}) {
+      SCOPED_TRACE("buckets " + std::to_string(buckets) + (reopened ? " reopened" : ""));
+      Result<RankMatrix> m = querier.RankMatrixOf(Request(buckets));
+      ASSERT_TRUE(m.ok()) << m.status().ToString();
+      ASSERT_EQ(m->rows.size(), kRanks);
+      for (const RankMatrixRow& row : m->rows) {
+        std::map<uint32_t, Bucket> want;
+        for (auto [step, v] : data[row.rank]) {
+          const int64_t i = m->grid.IndexOf(static_cast<double>(step));
+          if (i >= 0) want[static_cast<uint32_t>(i)].AddPoint({step, 0, v});
+        }
+        ASSERT_EQ(row.buckets.size(), want.size());
+        size_t k = 0;
+        for (auto& [index, w] : want) {
+          const Bucket& b = row.buckets[k++];
+          ASSERT_EQ(b.index, index);
+          EXPECT_EQ(b.count, w.count);
+          EXPECT_EQ(b.nan_count, w.nan_count);
+          EXPECT_EQ(b.min, w.min);
+          EXPECT_EQ(b.max, w.max);
+          EXPECT_NEAR(b.sum, w.sum, 1e-9 * (1 + std::abs(w.sum)));
+          EXPECT_EQ(b.first_step, w.first_step);
+          EXPECT_EQ(b.last_step, w.last_step);
+        }
+      }
+    }
+  }
+}
+
+TEST_F(RankQueryTest, ReadingRanksWithoutTimesLeavesTheSeriesTimesIntact) {
+  Open(/*chunk_points=*/4);
+  for (uint32_t r = 0; r < 2; ++r) {
+    std::vector<std::pair<int64_t, double>> rows;
+    for (int64_t s = 0; s < 30; ++s) rows.emplace_back(s, s + r);
+    WriteRank(r, 2, "loss", rows, /*time_offset=*/0.25 * r);
+  }
+  Open(/*chunk_points=*/4);  // the chunks now come from the store
+  LocalQuerier querier(*engine_);
+  ASSERT_TRUE(querier.AggregateRanks(Request(3)).ok());
+  ASSERT_TRUE(querier.RankMatrixOf(Request(3)).ok());
+  std::vector<storage::Point> points;
+  ASSERT_TRUE(engine_->ReadSeries({"p", "job", "loss", 1}, {}, &points).ok());
+  ASSERT_EQ(points.size(), 30u);
+  for (const storage::Point& p : points) {
+    EXPECT_EQ(p.time, kEpoch + 0.25 + static_cast<double>(p.step)) << "step " << p.step;
+  }
 }
 
 TEST(QuantileTest, InterpolatesLinearly) {

@@ -340,8 +340,10 @@ class Engine {
 
   // --- read path (engine_read.cc) ---
   Series* FindSeries(const SeriesKey& key) const;
-  // Decoded points of a chunk; from memory, the cache, or the store.
-  Result<PointsPtr> ChunkPoints(const Series& series, const ChunkRef& chunk) const;
+  // Decoded points of a chunk; from memory, the cache, or the store. Without `with_times`, a
+  // chunk decoded from the store keeps times 0 instead of reading the run clock, and is not cached.
+  Result<PointsPtr> ChunkPoints(const Series& series, const ChunkRef& chunk,
+                                bool with_times = true) const;
   // Sets each point's time from the run clock (chunks sealed with times_from_clock).
   Status FillTimesFromClock(const Series& series, std::vector<Point>* points) const;
   // Looks up the visible value at `step` in sealed chunks.

@@ -101,7 +101,8 @@ std::vector<uint32_t> Engine::MetricRanks(const SeriesKey& key) const {
   return out;
 }
 
-Result<PointsPtr> Engine::ChunkPoints(const Series& series, const ChunkRef& chunk) const {
+Result<PointsPtr> Engine::ChunkPoints(const Series& series, const ChunkRef& chunk,
+                                      bool with_times) const {
   if (chunk.points) return chunk.points;
   if (PointsPtr cached = cache_.Get(series.id(), chunk.chunk_no)) return cached;
   TW_ASSIGN_OR_RETURN(std::string encoded, store_->GetChunk(series.id(), chunk.chunk_no));
@@ -110,7 +111,10 @@ Result<PointsPtr> Engine::ChunkPoints(const Series& series, const ChunkRef& chun
   TW_RETURN_IF_ERROR(DecodeChunk(encoded, points.get())
                          .WithContext("decoding chunk " + std::to_string(chunk.chunk_no) +
                                       " of series " + std::to_string(series.id())));
-  if (chunk.times_from_clock) TW_RETURN_IF_ERROR(FillTimesFromClock(series, points.get()));
+  if (chunk.times_from_clock) {
+    if (!with_times) return PointsPtr(std::move(points));  // not cached: the times are missing
+    TW_RETURN_IF_ERROR(FillTimesFromClock(series, points.get()));
+  }
   PointsPtr shared = std::move(points);
   cache_.Put(series.id(), chunk.chunk_no, shared);
   return shared;
@@ -438,7 +442,7 @@ Status Engine::ScanSeries(const SeriesKey& key, bool block_summaries,
     if (chunk.FullyHidden()) continue;
     if (chunk.FullyVisible() && scanner.TakeSummary(chunk.summary)) continue;
     if (!scanner.WantsChunk(chunk.summary)) continue;
-    TW_ASSIGN_OR_RETURN(PointsPtr points, ChunkPoints(*series, chunk));
+    TW_ASSIGN_OR_RETURN(PointsPtr points, ChunkPoints(*series, chunk, scanner.NeedsTimes()));
     const Point* base = points->data();
     const Point* visible_end =
         base + (std::lower_bound(points->begin(), points->end(),

@@ -36,6 +36,9 @@ class SeriesScanner {
   // the head, or without them, both are null.
   virtual void TakePoints(const Point* begin, const Point* end, const Point* base,
                           const BlockSummary* blocks) = 0;
+  // False: the scanner never reads Point::time, so a chunk whose times come from the run clock is
+  // handed over with times 0 (its clock is not read) when it is not already decoded in memory.
+  virtual bool NeedsTimes() const { return true; }
 };
 
 }  // namespace trainwatch::storage
