@@ -6,15 +6,19 @@ namespace trainwatch::api {
 
 void RegisterOpsRoutes(HttpServer& server, ApiContext& ctx) {
   // 503 "degraded" while the disk refuses writes: the write-ahead log has stopped (every write is
-  // refused until a retry succeeds) or the store refuses sealed chunks (writes go on; checkpoints
-  // wait). Both clear by themselves once space returns (docs/operations.md).
+  // refused until a retry succeeds), the store refuses sealed chunks (writes go on; checkpoints
+  // wait), or the notification outbox refused an alert's notification (until one is queued
+  // again). The log and the store clear by themselves once space returns (docs/operations.md).
+  // The reason names every part degraded, separated by "; ".
   server.Route("GET", "/healthz", [&ctx](HttpRequest&&, Responder respond) {
     std::string reason;
-    if (Status log = ctx.engine.LogHealth(); !log.ok()) {
-      reason = "write-ahead log: " + log.ToString();
-    } else if (Status store = ctx.engine.StoreHealth(); !store.ok()) {
-      reason = "store: " + store.ToString();
-    }
+    auto note = [&reason](const char* part, const Status& s) {
+      if (s.ok()) return;
+      reason += (reason.empty() ? "" : "; ") + std::string(part) + ": " + s.ToString();
+    };
+    note("write-ahead log", ctx.engine.LogHealth());
+    note("store", ctx.engine.StoreHealth());
+    if (ctx.outbox_health) note("notification outbox", ctx.outbox_health());
     if (!reason.empty()) {
       std::string body = "{\"status\":\"degraded\",\"reason\":";
       AppendString(&body, reason);

@@ -34,6 +34,9 @@ struct ApiContext {
   // Cluster mode: what this node knows of its cluster (the "cluster" field of /api/v1/info; must
   // not wait for NATS). Null on a single node.
   std::function<ClusterInfo()> cluster_info;
+  // The notification outbox's health (NotificationOutbox::Health: the disk refused an enqueue);
+  // /healthz reports it. Null without an outbox.
+  std::function<Status()> outbox_health;
   // The most points one raw /api/v1/series answer holds (the rest is paged with next_from).
   size_t max_raw_points = 1'000'000;
 };

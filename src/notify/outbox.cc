@@ -151,8 +151,11 @@ Status NotificationOutbox::Enqueue(const Notification& n) {
   const double now = clock_.NowUnixSeconds();
   Result<std::vector<uint64_t>> ids = log_->AppendDeliveries(now, receivers, json);
   if (!ids.ok()) {
-    return ids.status().WithContext("outbox: enqueueing alert " + n.alert_id + " " + n.status);
+    enqueue_error_ =
+        ids.status().WithContext("outbox: enqueueing alert " + n.alert_id + " " + n.status);
+    return enqueue_error_;
   }
+  enqueue_error_ = Status::Ok();
   for (size_t i = 0; i < receivers.size(); ++i) {
     Worker& w = *workers_.at(receivers[i]);
     w.queue.push_back(Delivery{(*ids)[i], now, n});
@@ -346,6 +349,11 @@ void NotificationOutbox::Stop() {
   if (log_ == nullptr) return;  // Open failed
   Status s = log_->Close();     // keeps the acks: fewer repeats after a clean restart
   if (!s.ok()) logger_.Warn("outbox: closing the log failed", {{"error", s.ToString()}});
+}
+
+Status NotificationOutbox::Health() const {
+  MutexLock lock(mu_);
+  return enqueue_error_;
 }
 
 uint64_t NotificationOutbox::Queued() const { return queued_->load(); }

@@ -24,6 +24,7 @@
 //  - A full disk (ENOSPC) or an I/O error refuses the Enqueue with the file system's error
 //    (ResourceExhausted or IoError, with the path); what was queued stays queued and intact, and
 //    the next Enqueue once the disk takes writes again succeeds without a restart (OutboxLog).
+//    Health() reports the refusal (for /healthz) until an Enqueue writes again.
 //
 // Thread-safe. Enqueue never waits for a receiver, only for the append and its fdatasync.
 #pragma once
@@ -124,6 +125,11 @@ class NotificationOutbox {
   // syncs the log. Undelivered entries stay on disk for the next Open. Idempotent.
   void Stop();
 
+  // OK, or the disk's error (ResourceExhausted, IoError, with the path) that refused the last
+  // Enqueue that wrote anything: degraded from a refused Enqueue until one writes again (an
+  // Enqueue no route matches writes nothing and changes nothing). For /healthz.
+  Status Health() const;
+
   // Deliveries queued and not yet sent or dropped.
   uint64_t Queued() const;
   // Waits until nothing is queued: every delivery sent or dropped. Waits for as long as that
@@ -163,6 +169,7 @@ class NotificationOutbox {
   std::vector<Route> routes_ TW_GUARDED_BY(mu_);
   std::map<std::string, std::unique_ptr<Worker>> workers_ TW_GUARDED_BY(mu_);
   bool stopped_ TW_GUARDED_BY(mu_) = false;
+  Status enqueue_error_ TW_GUARDED_BY(mu_);  // Health()
   DeliveredFn on_delivered_ TW_GUARDED_BY(mu_);
 };
 

@@ -286,8 +286,9 @@ TEST_F(OutboxTest, EnqueuedNotificationSurvivesPowerCut) {
 }
 
 // A full disk (ENOSPC) or EIO under the outbox: the Enqueue is refused with the disk's error,
-// saying which alert; what was queued stays queued and intact; once the disk takes writes again
-// the next Enqueue succeeds without a restart, and a restart delivers exactly the accepted ones.
+// saying which alert, and Health() reports it (for /healthz) until an Enqueue writes again; what
+// was queued stays queued and intact; once the disk takes writes again the next Enqueue succeeds
+// without a restart, and a restart delivers exactly the accepted ones.
 TEST_F(OutboxTest, DiskErrorRefusesTheEnqueueAndEnqueueingResumesAfterIt) {
   using Failed = ::trainwatch::test::FaultInjectionFileSystem::FailedAppend;
   for (auto [injected, failed] :
@@ -299,15 +300,20 @@ TEST_F(OutboxTest, DiskErrorRefusesTheEnqueueAndEnqueueingResumesAfterIt) {
     {
       auto outbox = Open(One("ops", Webhook(DownUrl())), Options(), fs);
       ASSERT_TRUE(outbox->Enqueue(test::SampleNotification("1")).ok());
+      EXPECT_TRUE(outbox->Health().ok());
       fs.SetWriteError(injected, failed);
       Status refused = outbox->Enqueue(test::SampleNotification("2"));
       EXPECT_EQ(refused.code(), injected.code()) << refused.ToString();
       EXPECT_THAT(refused.message(), HasSubstr("enqueueing alert 2 firing"));
       EXPECT_EQ(outbox->Queued(), 1u);
+      EXPECT_EQ(outbox->Health().ToString(), refused.ToString())
+          << "degraded while the disk refuses";
       fs.SetWriteError(Status::Ok());
+      EXPECT_EQ(outbox->Health().ToString(), refused.ToString()) << "until an enqueue writes again";
       Status resumed = outbox->Enqueue(test::SampleNotification("3"));
       ASSERT_TRUE(resumed.ok()) << resumed.ToString();
       EXPECT_EQ(outbox->Queued(), 2u);
+      EXPECT_TRUE(outbox->Health().ok()) << outbox->Health().ToString();
     }
     test::HttpListener hook;
     auto outbox = Open(One("ops", Webhook(hook.Url())), Options(), fs);

@@ -422,6 +422,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   p->api->audit = p->audit.get();
   p->api->max_raw_points = config.max_raw_points;
   p->api->tokens = p->tokens.get();
+  p->api->outbox_health = [outbox = p->outbox.get()] { return outbox->Health(); };
   if (!config.alerting_file.empty())
     p->api->reload_rules = [parts = p.get()] { return parts->ReloadAlerting(); };
   if (p->cluster) {

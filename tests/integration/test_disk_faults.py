@@ -6,9 +6,11 @@ needs CAP_SYS_ADMIN (root in the CI container); without it the test is skipped a
 While the disk is full a write is refused with 507 and /healthz answers 503 "degraded" with the
 reason; once space returns the write-ahead log starts a fresh segment by itself (within about a
 second), writing resumes without a restart, and every acknowledged point is there, also after a
-restart.
+restart. A full disk under the notification outbox alone refuses the alert's notification and shows
+in /healthz until a notification is queued again.
 """
 import errno
+import json
 import os
 import subprocess
 import time
@@ -93,3 +95,40 @@ def test_a_full_disk_refuses_writes_with_507_and_writing_resumes_by_itself(small
     assert steps_of(server, "r") == acked
     server.restart()
     assert steps_of(server, "r") == acked
+
+
+def nan_line(run, step):
+    return '{"project": "p", "run": %s, "step": %d, "time": %r, "metrics": {"loss": NaN}}' % (
+        json.dumps(run), step, time.time() - 3600 + step)
+
+
+def test_a_full_disk_under_the_outbox_shows_in_healthz_until_a_notification_is_queued_again(
+        small_disk, server_factory, tmp_path, refusing_url):
+    # Only the notification outbox (DATA_DIR/notify) is on the small disk: the log and the store
+    # keep writing, so /healthz can only be degraded by the refused notification.
+    data = tmp_path / "data"
+    data.mkdir()
+    os.symlink(str(small_disk), str(data / "notify"))
+    alerting = tmp_path / "alerting.yml"
+    alerting.write_text("receivers:\n  - name: hook\n    webhook: {url: \"%s/hook\"}\n"
+                        "routes:\n  - {receiver: hook}\n" % refusing_url)
+    server = server_factory("--alerting", str(alerting), data_dir=str(data))
+    assert server.get("/healthz").status == 200
+
+    filler = fill(str(small_disk))
+    # A NaN loss fires an alert whose notification is queued. The outbox's last page may still have
+    # room for a few: alerts on more runs until one is refused.
+    for i in range(200):
+        server.write_ok([nan_line("nan-%d" % i, 0)])
+        if server.get("/healthz").status == 503:
+            break
+    wait_until(lambda: server.get("/healthz").status == 503, "the refused notification in /healthz")
+    health = server.get("/healthz").json()
+    assert health["status"] == "degraded", health
+    assert health["reason"].startswith("notification outbox: ResourceExhausted"), health
+    assert "enqueueing alert" in health["reason"], health
+    server.write_ok(lines("r1", range(1, 5)))  # the log takes writes all along
+
+    os.remove(filler)  # space comes back; the next notification is queued, and /healthz is ok
+    server.write_ok([nan_line("after", 0)])
+    wait_until(lambda: server.get("/healthz").status == 200, "/healthz ok once a notification was queued")
