@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "fuzz/fuzz_support.h"
@@ -54,11 +55,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const v1::WriteRequest& request = parsed.request;
   FUZZ_CHECK(parsed.column_first_line.size() == static_cast<size_t>(request.runs_size()),
              "column_first_line: one entry per batch");
-  std::set<std::pair<std::string, std::string>> runs;
+  // One batch per run and rank (-1: lines that name no rank; an explicit rank 0 carries RankInfo).
+  std::set<std::tuple<std::string, std::string, int64_t>> runs;
   uint64_t points = 0;
   for (int b = 0; b < request.runs_size(); ++b) {
     const v1::RunBatch& batch = request.runs(b);
-    FUZZ_CHECK(runs.insert({batch.project(), batch.run()}).second, "two batches for one run");
+    const int64_t rank = batch.has_rank() ? static_cast<int64_t>(batch.rank().rank()) : -1;
+    FUZZ_CHECK(runs.insert({batch.project(), batch.run(), rank}).second,
+               "two batches for one rank of a run");
     FUZZ_CHECK(ingest::ValidateName("project", batch.project(), limits).ok(), batch.project());
     FUZZ_CHECK(ingest::ValidateName("run", batch.run(), limits).ok(), batch.run());
     const int rows = batch.steps_size();

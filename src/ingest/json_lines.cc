@@ -296,7 +296,8 @@ class LineParser {
   std::string error_;
 };
 
-// Builds the request, one RunBatch per (project, run) and one column per metric.
+// Builds the request, one RunBatch per (project, run, rank) and one column per metric (lines that
+// name no rank are a batch of their own, without RankInfo).
 class RequestBuilder {
  public:
   explicit RequestBuilder(ParsedLines* out) : out_(out) {}
