@@ -390,6 +390,7 @@ void ClusterNode::BalanceLoop() {
       const std::vector<bool> before = owned_;
       if (changes.ok()) {
         last_ok = now;
+        members_ = changes->members;
         owned_.assign(owned_.size(), false);
         for (const auto& [p, revision] : leases_->held()) {
           if (p < owned_.size()) owned_[p] = true;
@@ -432,29 +433,28 @@ uint32_t ClusterNode::PartitionOfRun(const std::string& project, const std::stri
 
 void ClusterNode::ObserveLoop() {
   const double step_seconds = options_.lease_seconds / 4;
+  bool warned = false;
   for (;;) {
-    RefreshView();
+    Status s = RefreshView();
+    if (!s.ok() && !warned) log_.Warn("cannot read the cluster's state", {{"error", s.ToString()}});
+    if (s.ok() && warned) log_.Info("reading the cluster's state again");
+    warned = !s.ok();
     if (WaitOrStop(step_seconds)) return;
   }
 }
 
-void ClusterNode::RefreshView() {
+Status ClusterNode::RefreshView() {
   // The view keeps its last values when a read fails (NATS unreachable, a bucket or the stream
   // without a leader); the first failure ends the round, so that an outage costs one timeout.
-  Result<std::vector<std::string>> members = membership_->Live();
-  if (!members.ok()) return;
-  {
-    MutexLock lock(mu_);
-    members_ = std::move(members).value();
-  }
+  // (The members are the balancer's: each step lists them.) The lease bucket read directly, a
+  // key per partition: PartitionLeases is the balancer thread's.
   std::vector<std::string> owners(options_.partitions);
   for (uint32_t p = 0; p < options_.partitions; ++p) {
-    // The lease bucket read directly (PartitionLeases is the balancer thread's).
     Result<KeyValueEntry> entry = leases_kv_->Get(PartitionLeases::Key(p));
     if (entry.ok()) {
       owners[p] = std::move(entry->value);
     } else if (entry.status().code() != StatusCode::kNotFound) {
-      return;
+      return entry.status().WithContext("partition leases");
     }
   }
   {
@@ -462,11 +462,12 @@ void ClusterNode::RefreshView() {
     owners_ = std::move(owners);
   }
   Result<StreamState> stream = js_->GetStreamState(options_.stream);
-  if (!stream.ok()) return;
+  if (!stream.ok()) return stream.status();
   MutexLock lock(mu_);
   stream_last_sequence_ = stream->last_sequence;
   stream_leader_ = stream->leader;
   refreshed_unix_ = clock_.NowUnixSeconds();
+  return Status::Ok();
 }
 
 ClusterView ClusterNode::View() const {

@@ -145,8 +145,9 @@ class ClusterNode {
   // Refreshes the view every quarter of the lease, on its own thread: reads from NATS that time
   // out must not delay the balancer's renewals.
   void ObserveLoop();
-  // Reads membership, the partitions' owners and the stream's state into the view.
-  void RefreshView();
+  // Reads the partitions' owners and the stream's state into the view; the first read that
+  // fails ends it (the view keeps its older values) and is returned.
+  Status RefreshView();
   // The last sequence the engine applied as applier_writer(), found through IsDuplicate.
   uint64_t LastAppliedSequence() const;
   // Waits `seconds` or until Stop; true when stopping.
@@ -174,7 +175,8 @@ class ClusterNode {
   std::vector<std::deque<PublishJob>> queues_ TW_GUARDED_BY(mu_);
   size_t queued_ TW_GUARDED_BY(mu_) = 0;
   std::vector<bool> owned_ TW_GUARDED_BY(mu_);
-  // The parts of View() read from NATS by RefreshView.
+  // The parts of View() read from NATS: the members by the balancer's last successful step, the
+  // rest by RefreshView.
   std::vector<std::string> members_ TW_GUARDED_BY(mu_);
   std::vector<std::string> owners_ TW_GUARDED_BY(mu_);
   uint64_t stream_last_sequence_ TW_GUARDED_BY(mu_) = 0;

@@ -26,6 +26,7 @@ Result<PartitionBalancer::Changes> PartitionBalancer::Step() {
       changes.lost.push_back(p);
     }
   }
+  changes.members = std::move(*members);
   return changes;
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "cluster/membership.h"
@@ -23,8 +24,9 @@ class PartitionBalancer {
       : membership_(membership), leases_(leases), partitions_(partitions) {}
 
   struct Changes {
-    std::vector<uint32_t> gained;  // now held: start applying them (from their checkpoint)
-    std::vector<uint32_t> lost;    // no longer held (expired, taken, or handed back): stop
+    std::vector<uint32_t> gained;      // now held: start applying them (from their checkpoint)
+    std::vector<uint32_t> lost;        // no longer held (expired, taken, or handed back): stop
+    std::vector<std::string> members;  // the live members the step went by, sorted
   };
   // Unavailable (NATS unreachable) changes nothing held: the leases run on until their TTL, and
   // the caller must stop applying a partition whose lease it could not renew in time.
