@@ -109,7 +109,9 @@ def part_logging(args, pb):
     clients = [Client(server) for _ in range(args.senders)]
     cpu0, t_start = server.cpu(), time.monotonic()
     busy0 = benchlib.machine_busy_seconds()
+    client_cpu0 = time.process_time()  # this driver's own CPU (every thread): does the client keep up?
     late = 0
+    slowest_tick = 0.0  # seconds from a tick's start to its last request answered
     groups = [list(range(i, min(args.ranks, i + args.ranks_per_request)))
               for i in range(0, args.ranks, args.ranks_per_request)]
     # One request per group of ranks, built once; each tick rewrites its step, times and values in
@@ -151,6 +153,7 @@ def part_logging(args, pb):
             threads.append(t)
         for t in threads:
             t.join()
+        slowest_tick = max(slowest_tick, time.monotonic() - max(tick, now))
         if (step + 1) % 60 == 0 or step + 1 == args.seconds:
             cpu = server.cpu() - cpu0
             wall = time.monotonic() - t_start
@@ -165,6 +168,9 @@ def part_logging(args, pb):
     print(f"  server CPU {cpu:.1f} s over {wall:.0f} s = {100 * cpu / wall:.1f}% of one core "
           f"({points / cpu if cpu else 0:,.0f} points per CPU-second); others on the machine {others:.2f} cores; "
           f"ticks late by > 1 s: {late}", flush=True)
+    print(f"  driver: {args.seconds} ticks in {wall:.0f} s = {args.seconds / wall:.2f} steps/s; its own CPU "
+          f"{1000 * (time.process_time() - client_cpu0) / args.seconds:.0f} ms per tick; slowest tick "
+          f"{1000 * slowest_tick:.0f} ms from its start to its last answer", flush=True)
     print(f"  RSS {benchlib.mb(rss)} ({benchlib.mb(rss - rss_empty)} over the empty server; "
           f"{(rss - rss_empty) / (args.ranks * args.metrics):,.0f} bytes per (rank, metric) series with its head)", flush=True)
     print(f"  /api/v1/ranks answer: {len(ranks_json):,} bytes", flush=True)
