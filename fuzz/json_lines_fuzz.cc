@@ -8,11 +8,11 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <string_view>
 #include <tuple>
-#include <nlohmann/json.hpp>
 
 #include "fuzz/fuzz_support.h"
 #include "ingest/json_lines.h"
@@ -47,7 +47,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(parsed.lines_accepted + parsed.errors.size() <= lines, "more outcomes than lines");
   uint64_t last_error_line = 0;
   for (const ingest::LineError& e : parsed.errors) {
-    FUZZ_CHECK(e.line > last_error_line && e.line <= lines, "error line out of order: " + e.message);
+    FUZZ_CHECK(e.line > last_error_line && e.line <= lines,
+               "error line out of order: " + e.message);
     FUZZ_CHECK(!e.message.empty(), "empty error message");
     last_error_line = e.line;
   }
@@ -93,7 +94,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     if (batch.has_metadata() && batch.metadata().has_config_json()) {
       auto config = nlohmann::json::parse(batch.metadata().config_json(), nullptr, false);
-      FUZZ_CHECK(config.is_object(), "config is not a JSON object: " + batch.metadata().config_json());
+      FUZZ_CHECK(config.is_object(),
+                 "config is not a JSON object: " + batch.metadata().config_json());
     }
   }
   FUZZ_CHECK(points == parsed.points, "points miscounted");
