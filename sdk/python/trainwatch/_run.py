@@ -81,7 +81,10 @@ class Run:
         self._options = options    # the ClientOptions: where the alert feed connects
         self._feed = None          # _alerts.AlertFeed, started by the first use of the alerts API
         self._feed_lock = threading.Lock()
+        # [(callback, {(alert id, fired_at) handed to it})]: each firing reaches each callback once,
+        # whether the feed's thread or on_alert's replay of earlier alerts gets to it first.
         self._alert_callbacks = []
+        self._callbacks_lock = threading.Lock()
         self._stop_on = set()      # alert kinds or names that make should_stop() true
         self._stop_alert = None    # the alert that asked the job to stop
         self._stop_step = None     # the step at which should_stop() first answered True
@@ -313,12 +316,14 @@ class Run:
         """Calls `callback(alert)` on the SDK's alert thread (never the training thread) once per
         firing of each of the run's alerts, including those raised before this call. Keep it
         short; an exception it raises is a warning. Returns `callback`."""
-        self._alert_callbacks.append(callback)
+        entry = (callback, set())
+        with self._callbacks_lock:
+            self._alert_callbacks.append(entry)
         feed = self._alert_feed()
         if feed is not None:
             for alert in feed.alerts():
                 if alert.get("fired_at"):
-                    self._call(callback, alert)
+                    self._call_once(entry, alert)
         return callback
 
     def stop_on(self, kinds):
@@ -396,8 +401,19 @@ class Run:
     def _on_firing(self, alert):
         # On the feed's thread.
         self._check_stop(alert)
-        for callback in list(self._alert_callbacks):
-            self._call(callback, alert)
+        with self._callbacks_lock:
+            entries = list(self._alert_callbacks)
+        for entry in entries:
+            self._call_once(entry, alert)
+
+    def _call_once(self, entry, alert):
+        callback, handed = entry
+        key = (alert["id"], alert.get("fired_at") or 0)
+        with self._callbacks_lock:
+            if key in handed:
+                return
+            handed.add(key)
+        self._call(callback, alert)
 
     def _check_stop(self, alert):
         if self._stop_alert is not None:
