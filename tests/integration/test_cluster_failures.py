@@ -285,7 +285,7 @@ def test_stream_leader_then_node_killed_under_load_every_acknowledged_point_once
     wait_caught_up(survivors, "the survivors to catch up")
 
 
-def test_nats_down_writes_refused_then_back_and_sdk_points_once(cluster):
+def test_nats_down_writes_refused_then_back_and_sdk_points_once(cluster, tmp_path):
     assert EXPECTED, "runs after the first test"
     sys.path.insert(0, BUILD_PYTHON)
     try:
@@ -296,7 +296,8 @@ def test_nats_down_writes_refused_then_back_and_sdk_points_once(cluster):
     survivors = cluster.nodes[:2]
     run_id = "sdk-outage"
     run = tw.init(project=PROJECT, id=run_id, server=survivors[0].url, system_metrics=False,
-                  flush_timeout_seconds=60, batch_max_delay_seconds=0.02, backoff_max_seconds=0.5)
+                  flush_timeout_seconds=60, batch_max_delay_seconds=0.02, backoff_max_seconds=0.5,
+                  spool_dir=str(tmp_path / "spool"))
     logged = []
 
     def log_steps(n):
