@@ -19,6 +19,9 @@ uint64_t CountPoints(const v1::RunBatch& batch) {
 // Messages read per fetch, and how long a fetch waits for the first one.
 constexpr int kFetchMax = 256;
 constexpr int64_t kFetchWaitMs = 1000;
+// Empty fetches in a row, while the stream holds more than was applied, after which the applier
+// starts a new consumer.
+constexpr int kStuckFetches = 3;
 // After NATS or the engine refused something, the applier tries again after this.
 constexpr double kRetrySeconds = 1;
 
@@ -299,6 +302,7 @@ bool ClusterNode::WaitOrStop(double seconds) {
 void ClusterNode::ApplyLoop() {
   std::unique_ptr<StreamReader> reader;
   bool warned = false;
+  int idle_behind = 0;  // empty fetches in a row while the stream holds more than was applied
   for (;;) {
     {
       MutexLock lock(mu_);
@@ -324,7 +328,27 @@ void ClusterNode::ApplyLoop() {
       if (WaitOrStop(kRetrySeconds)) return;
       continue;
     }
-    if (messages->empty()) continue;
+    if (messages->empty()) {
+      // Nothing came, yet the stream holds more than was applied (as of the view's last read):
+      // the consumer may sit on a server that died, where a fetch just times out. Start a new
+      // one at the same position after a few such fetches.
+      bool behind = false;
+      {
+        MutexLock lock(mu_);
+        behind = stream_last_sequence_ > applied_.load();
+      }
+      idle_behind = behind ? idle_behind + 1 : 0;
+      if (idle_behind >= kStuckFetches) {
+        log_.Warn(
+            "the ingest stream's consumer brings nothing while the stream holds more; "
+            "starting a new one",
+            {{"applied_sequence", applied_.load()}});
+        reader.reset();
+        idle_behind = 0;
+      }
+      continue;
+    }
+    idle_behind = 0;
     if (warned) log_.Info("reading the ingest stream again");
     warned = false;
     if (Status s = ApplyMessages(*messages); !s.ok()) {
