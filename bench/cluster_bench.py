@@ -157,7 +157,7 @@ def split_workload(workload, parts=3):
     return paths
 
 
-def run_writers(args, targets, parts):
+def run_writers(args, targets, parts, project=None):
     """One bin/ingest_bench per part, part i to targets[i], all at once; returns their reports, each
     with `sending_from`/`acked_at` (monotonic: the client's own clock starts once its requests are
     built, so its sending began `wall_s` before it exited)."""
@@ -169,6 +169,8 @@ def run_writers(args, targets, parts):
         cmd = [benchlib.binary(args, "ingest_bench"), "--transport", "grpc", "--target", targets[i],
                "--workload", parts[i], "--streams", str(args.streams), "--inflight", str(args.inflight),
                "--rows-per-batch", str(args.rows_per_batch), "--label", f"writer{i}", "--json-out", out]
+        if project:
+            cmd += ["--project", project]
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         acked_at = time.monotonic()
         try:
@@ -446,7 +448,8 @@ def latency_phase(args, cluster, load_rate):
         ("WebSocket on A (send to A -> pushed)", ms((watch_a.get(s), sent[s]) for s in steps)),
     ]
     print(f"# {heading}")
-    print(f"  load {m['load']:.2f} (1 min), others {m['others_cores']:.2f} cores, cluster processes "
+    print(f"  load {m['load']:.2f} (1 min), others {m['others_cores']:.2f} cores"
+          + (" (the load's client included)" if load else "") + ", cluster processes "
           f"{sum(m['cpu'].values()) / m['elapsed']:.2f} cores over {m['elapsed']:.1f} s"
           + (f"; {missing} writes never visible on B within 10 s" if missing else ""))
     for label, values in rows:
@@ -512,13 +515,45 @@ def settled_ownership(nodes, partitions):
     return want if all(cluster_info(n)["owners"] == want for n in nodes) else None
 
 
+class Responsiveness:
+    """A thread asking `path` of a node again and again from now until stop(); how long the answers
+    took (a node whose HTTP threads are blocked shows here)."""
+
+    def __init__(self, node, path, t0):
+        self.node, self.path, self.t0 = node, path, t0
+        self.times = []  # (asked, answered), s after t0
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        conn = Http(self.node)
+        while not self.stopping.is_set():
+            asked = time.monotonic() - self.t0
+            conn.request("GET", self.path)
+            self.times.append((asked, time.monotonic() - self.t0))
+            time.sleep(0.02)
+
+    def stop(self):
+        self.stopping.set()
+        self.thread.join()
+
+    def summary(self):
+        if not self.times:
+            return "no answer"
+        asked, answered = max(self.times, key=lambda x: x[1] - x[0])
+        return (f"{len(self.times)} answers, the slowest asked at {asked:.2f} s and answered "
+                f"{(answered - asked) * 1e3:.0f} ms later")
+
+
 def failover_part(args, Server, BenchCluster):
     workload = benchlib.ensure_workload(args)
     points = benchlib.workload_meta(workload)["points"]
     parts = split_workload(workload)
     root = benchlib.scratch_dir(args, "cluster-failover")
     print(f"\n## failover: lease {args.lease}, {args.partitions} partitions; the stream loaded with preset "
-          f"{args.preset} ({points:,} points) first", flush=True)
+          f"{args.preset} ({points:,} points) first" + (f", {args.failover_copies} times (projects copy0...)"
+                                                       if args.failover_copies > 1 else ""), flush=True)
     with BenchCluster(root, partitions=args.partitions, lease=args.lease) as cluster:
         nodes = cluster.nodes
         owners = poll(lambda: settled_ownership(nodes, args.partitions), 120, interval=0.2)
@@ -526,8 +561,11 @@ def failover_part(args, Server, BenchCluster):
             raise RuntimeError("the partitions did not settle over the three nodes")
         print("  owners: " + ", ".join(f"tw{i} {owned(n)}" for i, n in enumerate(nodes)), flush=True)
         position = stream_position(nodes)
-        reports = run_writers(args, [f"127.0.0.1:{n.grpc_port}" for n in nodes], parts)
-        loaded = sum(r["points_accepted"] for r in reports)
+        loaded = 0
+        for copy in range(args.failover_copies):
+            reports = run_writers(args, [f"127.0.0.1:{n.grpc_port}" for n in nodes], parts,
+                                  project=f"copy{copy}" if args.failover_copies > 1 else None)
+            loaded += sum(r["points_accepted"] for r in reports)
         last_seq, _ = wait_applied(nodes, position)
         print(f"  loaded: {loaded:,} points in {last_seq} stream messages, applied on every node", flush=True)
 
@@ -562,14 +600,19 @@ def failover_part(args, Server, BenchCluster):
             t_spawn = time.monotonic()
             fresh.start(timeout=120)
             t_serving = time.monotonic() - t_spawn
-            samples = []
+            samples, asked = [], []  # (answered, applied sequence) and (asked, answered), s after the start
+            health = Responsiveness(fresh, "/healthz", t_spawn)
 
             def caught_up():
+                t = time.monotonic() - t_spawn
                 c = cluster_info(fresh)
                 samples.append((time.monotonic() - t_spawn, c["applied_sequence"]))
+                asked.append((t, samples[-1][0]))
                 return c["applied_sequence"] >= last_seq
 
-            if not poll(caught_up, 600):
+            caught = poll(caught_up, 600)
+            health.stop()
+            if not caught:
                 raise RuntimeError(f"tw3 did not apply the stream up to {last_seq} in 600 s")
             t_caught = samples[-1][0]
             cpu = benchlib.cpu_seconds(fresh.proc.pid)
@@ -577,10 +620,16 @@ def failover_part(args, Server, BenchCluster):
             busy = (benchlib.machine_busy_seconds() - busy0) / (time.monotonic() - t_spawn)
             first = next(((t, s) for t, s in samples if s > 0), samples[0])
             per_msg = loaded / last_seq
-            print(f"  rebuild: fresh node tw3 (empty data dir) serving {t_serving:.2f} s after its start, applied "
-                  f"{first[1]} of {last_seq} messages when first asked ({first[0]:.2f} s); caught up after "
-                  f"{t_caught:.2f} s -> {loaded / t_caught / 1e6:.3f} M points/s from its start "
-                  f"({last_seq / t_caught:,.0f} messages/s)", flush=True)
+            print(f"  rebuild: fresh node tw3 (empty data dir) serving {t_serving:.2f} s after its start; caught up "
+                  f"(applied sequence {last_seq}) {t_caught:.2f} s after its start -> {loaded / t_caught / 1e6:.3f} M "
+                  f"points/s ({last_seq / t_caught:,.0f} messages/s)", flush=True)
+            print(f"    its applied sequence, polled every 20 ms from {samples[0][0]:.2f} s: {samples[0][1]} first, "
+                  f"first above 0 at {first[0]:.2f} s ({first[1]}); {len(set(x for _, x in samples))} distinct values "
+                  f"(the applier moves it once per fetch of up to 256 messages)", flush=True)
+            slowest = max(asked, key=lambda x: x[1] - x[0])
+            print(f"    while it caught up: {len(asked)} /api/v1/info answers, the slowest asked at {slowest[0]:.2f} s "
+                  f"and answered {slowest[1] - slowest[0]:.2f} s later; /healthz polled meanwhile: {health.summary()}",
+                  flush=True)
             if t_caught > first[0]:
                 steady = (last_seq - first[1]) * per_msg / (t_caught - first[0])
                 print(f"    from the first sample to caught up: {steady / 1e6:.3f} M points/s", flush=True)
@@ -606,6 +655,8 @@ def main():
     parser.add_argument("--rows-per-batch", type=int, default=1000)
     parser.add_argument("--partitions", type=int, default=16)
     parser.add_argument("--lease", default="10s", help="--cluster-lease of every node (the server's default: 10s)")
+    parser.add_argument("--failover-copies", type=int, default=1,
+                        help="failover: load the workload this many times (one project each) before the kill")
     parser.add_argument("--latency-writes", type=int, default=300)
     parser.add_argument("--latency-rate", type=float, default=20.0, help="writes per second")
     parser.add_argument("--latency-warmup", type=int, default=10, help="writes before the counted ones")
