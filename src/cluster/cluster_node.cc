@@ -302,15 +302,17 @@ bool ClusterNode::WaitOrStop(double seconds) {
 void ClusterNode::ApplyLoop() {
   std::unique_ptr<StreamReader> reader;
   bool warned = false;
-  int idle_behind = 0;  // empty fetches in a row while the stream holds more than was applied
+  int idle_behind = 0;   // empty fetches in a row while the stream holds more than was applied
+  int stuck_rounds = 0;  // times idle_behind reached kStuckFetches without a message since
   for (;;) {
     {
       MutexLock lock(mu_);
       if (stop_) return;
     }
     if (!reader) {
-      Result<std::unique_ptr<StreamReader>> opened =
-          StreamReader::Open(*js_, options_.stream, kIngestSubjects, applied_.load());
+      Result<std::unique_ptr<StreamReader>> opened = StreamReader::Open(
+          *js_, options_.stream, kIngestSubjects, applied_.load(),
+          {.durable = "apply-" + options_.node_name, .replicas = options_.replicas});
       if (!opened.ok()) {
         if (!warned)
           log_.Warn("cannot read the ingest stream", {{"error", opened.status().ToString()}});
@@ -339,16 +341,26 @@ void ClusterNode::ApplyLoop() {
       }
       idle_behind = behind ? idle_behind + 1 : 0;
       if (idle_behind >= kStuckFetches) {
-        log_.Warn(
-            "the ingest stream's consumer brings nothing while the stream holds more; "
-            "starting a new one",
-            {{"applied_sequence", applied_.load()}});
+        // First subscribe again to the same consumer; if that brings nothing either, create
+        // the consumer again at the applied position.
+        const bool recreate = ++stuck_rounds > 1;
+        log_.Warn(recreate
+                      ? "the ingest stream's consumer still brings nothing while the stream holds "
+                        "more; creating it again"
+                      : "the ingest stream's consumer brings nothing while the stream holds more; "
+                        "subscribing again",
+                  {{"applied_sequence", applied_.load()}});
+        if (recreate) {
+          reader->DropConsumer();
+          stuck_rounds = 0;
+        }
         reader.reset();
         idle_behind = 0;
       }
       continue;
     }
     idle_behind = 0;
+    stuck_rounds = 0;
     if (warned) log_.Info("reading the ingest stream again");
     warned = false;
     if (Status s = ApplyMessages(*messages); !s.ok()) {

@@ -148,7 +148,7 @@ Result<std::unique_ptr<KeyValue>> JetStream::OpenKeyValue(const KeyValueSpec& sp
     s = js_CreateKeyValue(&kv, js_, &config);
   }
   if (s != NATS_OK) return FromNats(s, "key-value bucket " + spec.bucket);
-  return std::make_unique<KeyValue>(kv);
+  return std::make_unique<KeyValue>(kv, js_);
 }
 
 std::string JetStream::ConnectedUrl() const {

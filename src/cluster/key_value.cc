@@ -3,6 +3,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "cluster/nats_status.h"
 
@@ -11,6 +12,9 @@ namespace {
 
 struct EntryDeleter {
   void operator()(kvEntry* e) const { kvEntry_Destroy(e); }
+};
+struct StreamInfoDeleter {
+  void operator()(jsStreamInfo* info) const { jsStreamInfo_Destroy(info); }
 };
 
 // A conditional write lost its race: the server refused the expected last sequence. libnats
@@ -73,13 +77,31 @@ Status KeyValue::Delete(std::string_view key) {
 }
 
 Result<std::vector<std::string>> KeyValue::Keys() {
-  kvKeysList list{};
-  natsStatus s = kvStore_Keys(&list, kv_, nullptr);
+  const std::string bucket = kvStore_Bucket(kv_);
+  const std::string prefix = "$KV." + bucket + ".";
+  const std::string filter = prefix + ">";
+  jsOptions options;
+  jsOptions_Init(&options);
+  options.Stream.Info.SubjectsFilter = filter.c_str();
+  jsStreamInfo* raw = nullptr;
+  jsErrCode error = static_cast<jsErrCode>(0);
+  natsStatus s = js_GetStreamInfo(&raw, js_, ("KV_" + bucket).c_str(), &options, &error);
+  std::unique_ptr<jsStreamInfo, StreamInfoDeleter> info(raw);
+  if (s != NATS_OK) return FromNats(s, "list keys of " + bucket, error);
   std::vector<std::string> keys;
-  if (s == NATS_NOT_FOUND) return keys;  // an empty bucket
-  if (s != NATS_OK) return FromNats(s, "list keys");
-  for (int i = 0; i < list.Count; ++i) keys.emplace_back(list.Keys[i]);
-  kvKeysList_Destroy(&list);
+  const jsStreamStateSubjects* subjects = info->State.Subjects;
+  for (int i = 0; subjects != nullptr && i < subjects->Count; ++i) {
+    std::string_view subject = subjects->List[i].Subject;
+    if (!subject.starts_with(prefix)) continue;
+    std::string key(subject.substr(prefix.size()));
+    // The subject's last message may be a delete marker (a node that left): no value then.
+    Result<KeyValueEntry> entry = Get(key);
+    if (entry.ok()) {
+      keys.push_back(std::move(key));
+    } else if (entry.status().code() != StatusCode::kNotFound) {
+      return entry.status();
+    }
+  }
   return keys;
 }
 

@@ -26,7 +26,8 @@ struct KeyValueEntry {
 
 class KeyValue {
  public:
-  explicit KeyValue(kvStore* kv) : kv_(kv) {}
+  // `js` (not owned) is the context the bucket was opened through; it outlives the KeyValue.
+  KeyValue(kvStore* kv, jsCtx* js) : kv_(kv), js_(js) {}
   ~KeyValue();
   KeyValue(const KeyValue&) = delete;
   KeyValue& operator=(const KeyValue&) = delete;
@@ -43,11 +44,15 @@ class KeyValue {
   Result<uint64_t> Put(std::string_view key, std::string_view value);
   // Removes the key's value (a later Create succeeds).
   Status Delete(std::string_view key);
-  // The keys that have a value now (deleted and expired ones excluded), in no order.
+  // The keys that have a value now (deleted and expired ones excluded), in no order. Read from
+  // the subjects of the bucket's stream (a stream info request, answered by its leader) and a Get
+  // of each, never through a consumer: libnats's kvStore_Keys creates one, and after a server of
+  // the cluster was killed its listings timed out for over a minute here.
   Result<std::vector<std::string>> Keys();
 
  private:
   kvStore* kv_;
+  jsCtx* js_;
 };
 
 }  // namespace trainwatch::cluster

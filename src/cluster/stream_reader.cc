@@ -8,6 +8,9 @@ namespace {
 struct MetaDataDeleter {
   void operator()(jsMsgMetaData* m) const { jsMsgMetaData_Destroy(m); }
 };
+struct ConsumerInfoDeleter {
+  void operator()(jsConsumerInfo* info) const { jsConsumerInfo_Destroy(info); }
+};
 
 // How long the server keeps a consumer nobody fetches from (a reader whose node died).
 constexpr int64_t kInactiveThresholdNanos = 30LL * 1000 * 1000 * 1000;
@@ -16,27 +19,68 @@ constexpr int64_t kInactiveThresholdNanos = 30LL * 1000 * 1000 * 1000;
 
 Result<std::unique_ptr<StreamReader>> StreamReader::Open(JetStream& js, std::string stream,
                                                          std::string subject,
-                                                         uint64_t after_sequence) {
-  std::unique_ptr<StreamReader> reader(
-      new StreamReader(js, std::move(stream), std::move(subject), after_sequence));
+                                                         uint64_t after_sequence,
+                                                         StreamReaderOptions options) {
+  std::unique_ptr<StreamReader> reader(new StreamReader(js, std::move(stream), std::move(subject),
+                                                        after_sequence, std::move(options)));
   TW_RETURN_IF_ERROR(reader->Subscribe());
   return reader;
 }
 
 StreamReader::~StreamReader() { Unsubscribe(); }
 
+Status StreamReader::EnsureDurable() {
+  const char* name = options_.durable.c_str();
+  jsErrCode error = static_cast<jsErrCode>(0);
+  jsConsumerInfo* raw = nullptr;
+  natsStatus s = js_GetConsumerInfo(&raw, js_.js_, stream_.c_str(), name, nullptr, &error);
+  std::unique_ptr<jsConsumerInfo, ConsumerInfoDeleter> info(raw);
+  if (s == NATS_OK) {
+    // What it delivered and was acknowledged lies at or before our position: binding to it
+    // redelivers the rest (what we already hold is skipped in Next).
+    if (info->AckFloor.Stream <= last_sequence_) return Status::Ok();
+    // Past our position: our store lost what it acknowledged. Start it again where we are.
+    s = js_DeleteConsumer(js_.js_, stream_.c_str(), name, nullptr, &error);
+    if (s != NATS_OK && s != NATS_NOT_FOUND) {
+      return FromNats(s, "delete consumer " + options_.durable, error);
+    }
+  } else if (s != NATS_NOT_FOUND) {
+    return FromNats(s, "consumer " + options_.durable + " of " + stream_, error);
+  }
+  jsConsumerConfig config;
+  jsConsumerConfig_Init(&config);
+  config.Durable = name;
+  config.FilterSubject = subject_.c_str();
+  config.DeliverPolicy = js_DeliverByStartSequence;
+  config.OptStartSeq = last_sequence_ + 1;
+  config.AckPolicy = js_AckAll;
+  config.Replicas = options_.replicas;
+  config.InactiveThreshold = options_.durable_inactive_seconds * 1000LL * 1000 * 1000;
+  raw = nullptr;
+  s = js_AddConsumer(&raw, js_.js_, stream_.c_str(), &config, nullptr, &error);
+  info.reset(raw);
+  return FromNats(s, "create consumer " + options_.durable + " of " + stream_, error);
+}
+
 Status StreamReader::Subscribe() {
   jsSubOptions options;
   jsSubOptions_Init(&options);
   options.Stream = stream_.c_str();
-  options.Config.DeliverPolicy = js_DeliverByStartSequence;
-  options.Config.OptStartSeq = last_sequence_ + 1;
-  // Acknowledging the last message of a fetch acknowledges the ones before it: one ack per
-  // fetch. Nothing is redelivered out of order; the position is ours anyway.
-  options.Config.AckPolicy = js_AckAll;
-  options.Config.InactiveThreshold = kInactiveThresholdNanos;
+  if (!options_.durable.empty()) {
+    TW_RETURN_IF_ERROR(EnsureDurable());
+    options.Consumer = options_.durable.c_str();  // bind: the subscription neither creates it
+                                                  // nor deletes it when it ends
+  } else {
+    options.Config.DeliverPolicy = js_DeliverByStartSequence;
+    options.Config.OptStartSeq = last_sequence_ + 1;
+    // Acknowledging the last message of a fetch acknowledges the ones before it: one ack per
+    // fetch. Nothing is redelivered out of order; the position is ours anyway.
+    options.Config.AckPolicy = js_AckAll;
+    options.Config.InactiveThreshold = kInactiveThresholdNanos;
+  }
   jsErrCode error = static_cast<jsErrCode>(0);
-  natsStatus s = js_PullSubscribe(&subscription_, js_.js_, subject_.c_str(), nullptr, nullptr,
+  const char* durable = options_.durable.empty() ? nullptr : options_.durable.c_str();
+  natsStatus s = js_PullSubscribe(&subscription_, js_.js_, subject_.c_str(), durable, nullptr,
                                   &options, &error);
   if (s != NATS_OK) {
     subscription_ = nullptr;
@@ -50,6 +94,13 @@ void StreamReader::Unsubscribe() {
   (void)natsSubscription_Unsubscribe(subscription_);  // best effort: the server drops it anyway
   natsSubscription_Destroy(subscription_);
   subscription_ = nullptr;
+}
+
+void StreamReader::DropConsumer() {
+  Unsubscribe();
+  if (options_.durable.empty()) return;
+  jsErrCode error = static_cast<jsErrCode>(0);
+  (void)js_DeleteConsumer(js_.js_, stream_.c_str(), options_.durable.c_str(), nullptr, &error);
 }
 
 Result<std::vector<StreamMessage>> StreamReader::Next(int max, int64_t wait_ms) {

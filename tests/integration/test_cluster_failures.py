@@ -126,8 +126,15 @@ def check_exactly_once(nodes, expected):
     seen = []
     for node in nodes:
         # A node applies the stream by itself: wait until it holds every acknowledged point.
-        wait_until(lambda: (lambda got: len(got) == len(runs) and all(len(got[r]) >= len(want[r]) for r in runs))(
-            series_of(node, runs)), "%s to apply every acknowledged write" % node.url, timeout=90)
+        try:
+            wait_until(lambda: (lambda got: len(got) == len(runs) and all(len(got[r]) >= len(want[r]) for r in runs))(
+                series_of(node, runs)), "%s to apply every acknowledged write" % node.url, timeout=90)
+        except AssertionError as e:
+            got = series_of(node, runs)
+            missing = {run: sorted(set(s for s, _ in want[run]) - set(s for s, _ in got.get(run, [])))
+                       for run in runs}
+            raise AssertionError("%s\nmissing steps: %s\nviews: %s" % (
+                e, {r: m for r, m in missing.items() if m}, [info(n) for n in nodes])) from None
         listed, series, export = answers(node, runs)
         for run in runs:
             steps = [s for s, _ in series[run]]
