@@ -310,9 +310,11 @@ void ClusterNode::ApplyLoop() {
       if (stop_) return;
     }
     if (!reader) {
-      Result<std::unique_ptr<StreamReader>> opened = StreamReader::Open(
-          *js_, options_.stream, kIngestSubjects, applied_.load(),
-          {.durable = "apply-" + options_.node_name, .replicas = options_.replicas});
+      Result<std::unique_ptr<StreamReader>> opened =
+          StreamReader::Open(*js_, options_.stream, kIngestSubjects, applied_.load(),
+                             {.durable = "apply-" + options_.node_name,
+                              .replicas = options_.replicas,
+                              .contiguous = true});
       if (!opened.ok()) {
         if (!warned)
           log_.Warn("cannot read the ingest stream", {{"error", opened.status().ToString()}});

@@ -126,6 +126,11 @@ class ClusterNode {
   // The engine writer id the applier writes as.
   std::string applier_writer() const { return "cluster/" + options_.stream; }
 
+  // Runs `step` until it succeeds, is refused (InvalidArgument), or joining has taken too long
+  // (60 s): for what a server sets up in the cluster as it starts (a bucket of its own), with the
+  // patience of joining, since a NATS cluster may still be electing leaders.
+  Status RetryJoin(const char* what, const std::function<Status()>& step);
+
  private:
   struct PublishJob {
     v1::WriteRequest request;
@@ -134,8 +139,6 @@ class ClusterNode {
 
   ClusterNode(const ClusterNodeOptions& options, storage::Engine& engine, Clock& clock,
               Logger& logger, MetricsRegistry& metrics);
-  // Runs `step` until it succeeds, is refused (InvalidArgument), or joining has taken too long.
-  Status RetryJoin(const char* what, const std::function<Status()>& step);
   void PublishLoop(size_t queue);
   void PublishNow(PublishJob job);
   void ApplyLoop();

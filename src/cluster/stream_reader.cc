@@ -59,6 +59,7 @@ Status StreamReader::EnsureDurable() {
   raw = nullptr;
   s = js_AddConsumer(&raw, js_.js_, stream_.c_str(), &config, nullptr, &error);
   info.reset(raw);
+  created_ = s == NATS_OK;
   return FromNats(s, "create consumer " + options_.durable + " of " + stream_, error);
 }
 
@@ -66,6 +67,7 @@ Status StreamReader::Subscribe() {
   jsSubOptions options;
   jsSubOptions_Init(&options);
   options.Stream = stream_.c_str();
+  created_ = options_.durable.empty();  // an ephemeral consumer is new at every subscription
   if (!options_.durable.empty()) {
     TW_RETURN_IF_ERROR(EnsureDurable());
     options.Consumer = options_.durable.c_str();  // bind: the subscription neither creates it
@@ -126,6 +128,15 @@ Result<std::vector<StreamMessage>> StreamReader::Next(int max, int64_t wait_ms) 
     std::unique_ptr<jsMsgMetaData, MetaDataDeleter> meta(raw);
     // A consumer started again at the same position may hand over what an earlier one did.
     if (meta->Sequence.Stream <= last_sequence_) continue;
+    if (options_.contiguous && !created_ && meta->Sequence.Stream > last_sequence_ + 1) {
+      const uint64_t first = meta->Sequence.Stream;
+      natsMsgList_Destroy(&list);
+      DropConsumer();  // unacknowledged: the next call creates it again at the position
+      return Status::Unavailable("messages " + std::to_string(last_sequence_ + 1) + " to " +
+                                 std::to_string(first - 1) + " of " + stream_ +
+                                 " were delivered elsewhere (lost in flight); reading them again");
+    }
+    created_ = false;
     StreamMessage m;
     m.sequence = meta->Sequence.Stream;
     m.subject = natsMsg_GetSubject(msg);

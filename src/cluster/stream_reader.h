@@ -36,6 +36,12 @@ struct StreamReaderOptions {
   int replicas = 1;  // of a durable consumer created here
   // A durable consumer nobody reads from for this long is removed by the server (its node gone).
   int64_t durable_inactive_seconds = 24 * 3600;
+  // The subject covers the whole stream, whose sequences have no gaps (nothing is ever removed
+  // from it): a message after a gap was delivered past messages lost in flight (handed to a
+  // fetch that had given up), which the acknowledgement of a later one would acknowledge too
+  // (AckAll). Then nothing is returned or acknowledged and the consumer is created again at the
+  // position. A gap right after a consumer was created is the stream's own and accepted.
+  bool contiguous = false;
 };
 
 class StreamReader {
@@ -82,6 +88,8 @@ class StreamReader {
   const StreamReaderOptions options_;
   uint64_t last_sequence_;
   natsSubscription* subscription_ = nullptr;
+  bool created_ =
+      false;  // the consumer was created by the last Subscribe and delivered nothing yet
 };
 
 }  // namespace trainwatch::cluster

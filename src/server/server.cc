@@ -330,9 +330,12 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
     // says some node delivered. Gaining partitions tells their receivers what they missed.
     cluster::NotifiedRecordOptions notified_options;
     notified_options.node_name = config.node_name;
-    TW_ASSIGN_OR_RETURN(p->notified,
-                        cluster::NotifiedRecord::Open(p->cluster->jetstream(), notified_options,
-                                                      p->clock, log, p->metrics));
+    TW_RETURN_IF_ERROR(p->cluster->RetryJoin("the notified record", [&]() -> Status {
+      TW_ASSIGN_OR_RETURN(p->notified,
+                          cluster::NotifiedRecord::Open(p->cluster->jetstream(), notified_options,
+                                                        p->clock, log, p->metrics));
+      return Status::Ok();
+    }));
     p->outbox->SetDeliveredListener(
         [record = p->notified.get()](const notify::Notification& n, const std::string&) {
           record->Mark(n.idempotency_key);

@@ -3,10 +3,9 @@ Debian `nats-server` nodes (JetStream R3) and three `trainwatch serve --nats` no
 
 1. Concurrent writers, each through its own node, with writer ids and sequences; a refused or
    unanswered batch is resent with the same sequence (through another node once its node is
-   gone). During the load, `kill -9` of the JetStream stream leader (named by the nodes'
-   /api/v1/info), then of a trainwatch node: every acknowledged point is present exactly once in
-   the series and the export read through each surviving node, and every query gives the same
-   answer on both.
+   gone). During the load, `kill -9` of a trainwatch node: every acknowledged point is present
+   exactly once in the series and the export read through each surviving node, and every query
+   gives the same answer on both.
 2. Every NATS server killed while writes keep coming: each is refused with 503 and Retry-After,
    reads go on; a real SDK run (the `trainwatch` package) logging meanwhile is refused and keeps
    its points; the servers restarted, ingest is back on every node within 30 s and every point
@@ -14,6 +13,9 @@ Debian `nats-server` nodes (JetStream R3) and three `trainwatch serve --nats` no
 3. The killed trainwatch node restarted: it rejoins, owns its rendezvous share of the partitions
    again (the owners every node reports are the rendezvous assignment over three members), catches
    up, and answers with every point exactly once, as the others do.
+4. Writers again through all three nodes, and `kill -9` of the JetStream stream leader's
+   nats-server (named by the nodes' /api/v1/info): every acknowledged point exactly once on every
+   node; the server restarted catches up.
 
 The tests run in order on one cluster. Waits are on conditions (harness.wait_until; its timeout is
 the bound of a condition, never a pause), never on time: the outage lasts as long as it takes to
@@ -194,11 +196,13 @@ class Load:
     STEPS steps of its runs with sequences 1, 2, ... until stopped. A batch refused (503) or
     unanswered is resent with the same sequence: at once through the next live node when its own
     is gone, else once the node has reached NATS again since the refusal (its /api/v1/info
-    refreshed_at moved past it). Only batches answered 200 count as acknowledged."""
+    refreshed_at moved past it). Only batches answered 200 count as acknowledged. A later load goes
+    on from `first_sequences` (writer i's next batch), so that its batches are new ones."""
 
-    def __init__(self, pb, nodes):
+    def __init__(self, pb, nodes, first_sequences=None):
         self.pb = pb
         self.nodes = nodes
+        self.first = list(first_sequences or [1] * len(WRITERS))
         self.acked = [0] * len(WRITERS)
         self.refused = 0
         self.errors = []
@@ -221,7 +225,7 @@ class Load:
     def _writer(self, i):
         at = i % len(self.nodes)
         runs = WRITERS[i]
-        sequence = 1
+        sequence = self.first[i]
         try:
             while not self.stop.is_set():
                 steps = list(range((sequence - 1) * STEPS, sequence * STEPS))
@@ -258,23 +262,12 @@ class Load:
 
 # -- the tests --------------------------------------------------------------------------------------
 
-def test_stream_leader_then_node_killed_under_load_every_acknowledged_point_once(cluster):
+def test_node_killed_under_load_every_acknowledged_point_once(cluster):
     pb = ingest_pb.load()
     nodes = cluster.nodes
     wait_agreed(nodes, ["tw0", "tw1", "tw2"], "the partitions to be spread over three nodes")
     with Load(pb, nodes) as load:
         wait_until(lambda: load.acked_at_least([3] * 3) or load.errors, "every writer to be acknowledged")
-        # The stream's raft leader, as every node reports it.
-        leader = wait_until(lambda: (lambda ls: len(ls) == 1 and None not in ls and ls.pop())(
-            {info(n)["stream_leader"] for n in nodes}), "the nodes to name one stream leader")
-        victim = next(n for n in cluster.nats if n.name == leader)
-        victim.kill()
-        STATE["killed_nats"] = victim
-        wait_until(lambda: all(info(n)["stream_leader"] not in (None, leader) for n in nodes),
-                   "a new stream leader", timeout=90)
-        after_leader = list(load.acked)
-        wait_until(lambda: load.acked_at_least([a + 3 for a in after_leader]) or load.errors,
-                   "every writer to go on after the stream leader's death", timeout=90)
         nodes[2].kill9()
         STATE["killed_node"] = 2
         after_node = list(load.acked)
@@ -282,19 +275,14 @@ def test_stream_leader_then_node_killed_under_load_every_acknowledged_point_once
                    "every writer to go on after tw2's death (its writer through another node)", timeout=90)
     assert not load.errors, load.errors
     assert not any(t.is_alive() for t in load.threads)
-    assert sum(load.acked) >= 27
+    STATE["next_sequences"] = [a + 1 for a in load.acked]
     survivors = nodes[:2]
-    # The survivors own every partition, each by one of them (tw2's leases expired). Not yet
-    # checked here: that they agree on the members (with a nats-server down, a node's listing of
-    # the members bucket was seen to miss a live member for minutes; docs/cluster.md).
+    # The survivors own every partition, each by one of them (tw2's leases expired).
     def every_partition_once():
         owned = [p for n in survivors for p in info(n)["owned_partitions"]]
         return sorted(owned) == list(range(PARTITIONS))
     wait_until(every_partition_once, "the survivors to own every partition, each once", timeout=90)
     check_exactly_once(survivors, EXPECTED)
-    # The killed server back (later tests want three), with the stream it missed.
-    victim.restart()
-    wait_caught_up(survivors, "the survivors to catch up")
 
 
 def test_nats_down_writes_refused_then_back_and_sdk_points_once(cluster, tmp_path):
@@ -382,3 +370,29 @@ def test_killed_node_restarted_rejoins_owns_its_share_without_loss_or_duplicate(
     assert r.status == 200 and not r.json()["duplicate_batch"], r
     acknowledge(["r-rejoined"], list(range(STEPS)))
     check_exactly_once(nodes, EXPECTED)
+
+
+# Last, so that a failure here leaves the tests above as they are. This scenario found the
+# applier's acknowledgement bug (messages delivered to a fetch that had given up were acknowledged
+# by the next fetch's AckAll and never applied on that node: StreamReaderOptions::contiguous).
+def test_stream_leader_killed_under_load_every_acknowledged_point_once(cluster):
+    assert "next_sequences" in STATE, "runs after the first test"
+    pb = ingest_pb.load()
+    nodes = cluster.nodes
+    with Load(pb, nodes, STATE["next_sequences"]) as load:
+        wait_until(lambda: load.acked_at_least([3] * 3) or load.errors, "every writer to be acknowledged")
+        # The stream's raft leader, as every node reports it.
+        leader = wait_until(lambda: (lambda ls: len(ls) == 1 and None not in ls and ls.pop())(
+            {info(n)["stream_leader"] for n in nodes}), "the nodes to name one stream leader")
+        victim = next(n for n in cluster.nats if n.name == leader)
+        victim.kill()
+        wait_until(lambda: all(info(n)["stream_leader"] not in (None, leader) for n in nodes),
+                   "a new stream leader", timeout=90)
+        after_leader = list(load.acked)
+        wait_until(lambda: load.acked_at_least([a + 3 for a in after_leader]) or load.errors,
+                   "every writer to go on after the stream leader's death", timeout=90)
+    assert not load.errors, load.errors
+    check_exactly_once(nodes, EXPECTED)
+    # The killed server back, with the stream it missed.
+    victim.restart()
+    wait_caught_up(nodes, "every node to catch up")
