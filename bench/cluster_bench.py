@@ -488,26 +488,10 @@ def owned(node):
     return int(node.metric_value("trainwatch_cluster_partitions_owned"))
 
 
-def rendezvous_owner(p, members):
-    """src/cluster/membership.cc's PreferredOwner (as tests/integration/test_cluster_failures.py)."""
-    mask = (1 << 64) - 1
-
-    def weight(member):
-        h = 14695981039346656037
-        for c in member.encode():
-            h = ((h ^ c) * 1099511628211) & mask
-        h ^= p
-        h = (h + 0x9e3779b97f4a7c15) & mask
-        h = ((h ^ (h >> 30)) * 0xbf58476d1ce4e5b9) & mask
-        h = ((h ^ (h >> 27)) * 0x94d049bb133111eb) & mask
-        return h ^ (h >> 31)
-
-    return max(sorted(members), key=weight)
-
-
 def settled_ownership(nodes, partitions):
     """Whether every node's view names the rendezvous owner over the nodes for every partition
     and every node holds exactly those (its /metrics, live); returns the owners."""
+    from harness.nats_cluster import rendezvous_owner  # importable once load_harness ran
     names = sorted(cluster_info(n)["node"] for n in nodes)
     want = [rendezvous_owner(p, names) for p in range(partitions)]
     if any(owned(n) != want.count(cluster_info(n)["node"]) for n in nodes):

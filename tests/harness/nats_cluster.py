@@ -145,3 +145,43 @@ class TrainwatchCluster:
                 node.release_ports()
         for n in self.nats:
             n.kill()
+
+
+# -- what the cluster tests and bench/cluster_bench.py share ----------------------------------------
+
+T0 = 1767225600.0  # the time of step 0 in loss_request
+
+
+def loss_value(run, step):
+    """The loss of `run` at `step` in loss_request: run-specific, so that runs cannot be mixed up."""
+    return (sum(map(ord, run)) % 97) + step / 8.0
+
+
+def loss_request(pb, project, writer, sequence, runs, steps):
+    """A WriteRequest of writer `writer` (pb: harness.ingest_pb.load()): `steps` of metric loss for
+    each of `runs` in `project`, valued by loss_value."""
+    req = pb.WriteRequest(writer_id=writer, sequence=sequence)
+    for run in runs:
+        batch = req.runs.add(project=project, run=run)
+        batch.steps.extend(steps)
+        batch.times.extend(T0 + s for s in steps)
+        batch.metrics.add(name="loss", values=[loss_value(run, s) for s in steps])
+    return req
+
+
+def rendezvous_owner(p, members):
+    """src/cluster/membership.cc's PreferredOwner in Python, so that tests and benchmarks check the
+    assignment independently of the server's code."""
+    mask = (1 << 64) - 1
+
+    def weight(member):
+        h = 14695981039346656037
+        for c in member.encode():
+            h = ((h ^ c) * 1099511628211) & mask
+        h ^= p
+        h = (h + 0x9e3779b97f4a7c15) & mask
+        h = ((h ^ (h >> 30)) * 0xbf58476d1ce4e5b9) & mask
+        h = ((h ^ (h >> 27)) * 0x94d049bb133111eb) & mask
+        return h ^ (h >> 31)
+
+    return max(sorted(members), key=weight)  # ties: the first name (max keeps the first maximum)

@@ -19,11 +19,10 @@ import pytest
 
 from conftest import BIN
 from harness import ingest_pb, wait_until
-from harness.nats_cluster import TrainwatchCluster, nats_available
+from harness.nats_cluster import TrainwatchCluster, loss_request, loss_value as value, nats_available
 
 PARTITIONS = 8
 PROJECT = "cl"
-T0 = 1767225600.0
 pytestmark = pytest.mark.skipif(not nats_available(),
                                 reason="nats-server is missing (scripts/install-deps.sh installs it)")
 
@@ -37,21 +36,6 @@ def cluster(tmp_path_factory):
 
 def owned(node):
     return int(node.metric_value("trainwatch_cluster_partitions_owned"))
-
-
-def request(pb, writer, sequence, runs, steps):
-    """A WriteRequest of writer `writer`: `steps` of metric loss for each run (value = run-specific)."""
-    req = pb.WriteRequest(writer_id=writer, sequence=sequence)
-    for run in runs:
-        batch = req.runs.add(project=PROJECT, run=run)
-        batch.steps.extend(steps)
-        batch.times.extend(T0 + s for s in steps)
-        batch.metrics.add(name="loss", values=[value(run, s) for s in steps])
-    return req
-
-
-def value(run, step):
-    return (sum(map(ord, run)) % 97) + step / 8.0
 
 
 def series_of(node, runs):
@@ -94,7 +78,7 @@ def write_concurrently(pb, nodes, writers, sequences, expected, lock):
         runs = writers[i]
         for seq in sequences:
             steps = list(range((seq - 1) * 10, seq * 10))
-            r = ingest_pb.post(node, request(pb, "w%d" % i, seq, runs, steps))
+            r = ingest_pb.post(node, loss_request(pb, PROJECT, "w%d" % i, seq, runs, steps))
             if r.status != 200 or r.json()["duplicate_batch"]:
                 errors.append((i, seq, r))
                 return
@@ -127,7 +111,7 @@ def test_writes_through_any_node_are_stored_once_and_read_through_every_node(clu
     # A batch resent through another node (the SDK retrying after a lost acknowledgement) is a
     # duplicate: JetStream's window has its message ids.
     for i, runs in enumerate(WRITERS):
-        r = ingest_pb.post(nodes[(i + 1) % 3], request(pb, "w%d" % i, 4, runs, list(range(30, 40))))
+        r = ingest_pb.post(nodes[(i + 1) % 3], loss_request(pb, PROJECT, "w%d" % i, 4, runs, list(range(30, 40))))
         assert r.status == 200, r
         assert r.json()["duplicate_batch"] is True, r
     check_every_node(nodes, EXPECTED)
@@ -157,7 +141,7 @@ def test_writes_are_refused_with_503_while_nats_is_unreachable_and_reads_go_on(c
     assert EXPECTED, "runs after the first test"
     for n in cluster["nats"]:
         n.kill()
-    r = ingest_pb.post(node, request(pb, "w-down", 1, ["r-down"], [0, 1, 2]), timeout=120)
+    r = ingest_pb.post(node, loss_request(pb, PROJECT, "w-down", 1, ["r-down"], [0, 1, 2]), timeout=120)
     assert r.status == 503, r
     assert r.headers.get("Retry-After") == "1", r.headers
     runs = sorted(EXPECTED)

@@ -30,11 +30,11 @@ import pytest
 
 from conftest import BIN, loads
 from harness import ingest_pb, wait_until
-from harness.nats_cluster import TrainwatchCluster, nats_available
+from harness.nats_cluster import (TrainwatchCluster, loss_request, loss_value as value, nats_available,
+                                  rendezvous_owner)
 
 PARTITIONS = 8
 PROJECT = "fail"
-T0 = 1767225600.0
 STEPS = 10  # steps per batch
 WRITERS = [["w%d-r%d" % (w, k) for k in range(3)] for w in range(3)]  # 9 runs over the partitions
 BUILD_PYTHON = os.environ.get("TRAINWATCH_PYTHONPATH", os.path.join(os.path.dirname(os.path.dirname(BIN)), "python"))
@@ -54,20 +54,6 @@ def cluster(tmp_path_factory):
 
 
 # -- helpers ----------------------------------------------------------------------------------------
-
-def value(run, step):
-    return (sum(map(ord, run)) % 97) + step / 8.0
-
-
-def request(pb, writer, sequence, runs, steps):
-    req = pb.WriteRequest(writer_id=writer, sequence=sequence)
-    for run in runs:
-        batch = req.runs.add(project=PROJECT, run=run)
-        batch.steps.extend(steps)
-        batch.times.extend(T0 + s for s in steps)
-        batch.metrics.add(name="loss", values=[value(run, s) for s in steps])
-    return req
-
 
 def acknowledge(runs, steps):
     with LOCK:
@@ -150,23 +136,6 @@ def check_exactly_once(nodes, expected):
         assert other == seen[0], "%s answers differently from %s" % (node.url, nodes[0].url)
 
 
-def rendezvous_owner(p, members):
-    """membership.cc's PreferredOwner, here so that the test checks the assignment independently."""
-    mask = (1 << 64) - 1
-
-    def weight(member):
-        h = 14695981039346656037
-        for c in member.encode():
-            h = ((h ^ c) * 1099511628211) & mask
-        h ^= p
-        h = (h + 0x9e3779b97f4a7c15) & mask
-        h = ((h ^ (h >> 30)) * 0xbf58476d1ce4e5b9) & mask
-        h = ((h ^ (h >> 27)) * 0x94d049bb133111eb) & mask
-        return h ^ (h >> 31)
-
-    return max(sorted(members), key=weight)  # ties: the first name (max keeps the first maximum)
-
-
 def agreed_views(nodes, members):
     """The nodes' cluster views once every one sees `members` and the same owner for every
     partition, and owns exactly the partitions that table gives it; else None."""
@@ -229,7 +198,7 @@ class Load:
         try:
             while not self.stop.is_set():
                 steps = list(range((sequence - 1) * STEPS, sequence * STEPS))
-                req = request(self.pb, "fw%d" % i, sequence, runs, steps)
+                req = loss_request(self.pb, PROJECT, "fw%d" % i, sequence, runs, steps)
                 while True:
                     node = self.nodes[at]
                     refused_at = time.time()
@@ -316,7 +285,7 @@ def test_nats_down_writes_refused_then_back_and_sdk_points_once(cluster, tmp_pat
     attempts = 0
     while refused < 4:
         node = survivors[attempts % 2]
-        r = ingest_pb.post(node, request(pb, "down-%d" % attempts, 1, ["r-down"], [0, 1, 2]), timeout=120)
+        r = ingest_pb.post(node, loss_request(pb, PROJECT, "down-%d" % attempts, 1, ["r-down"], [0, 1, 2]), timeout=120)
         attempts += 1
         assert r.status == 503, r
         assert r.headers.get("Retry-After") == "1", r.headers
@@ -333,7 +302,7 @@ def test_nats_down_writes_refused_then_back_and_sdk_points_once(cluster, tmp_pat
     # Ingest back within 30 s on every node: a write with a writer id and sequence, resent until
     # acknowledged (a resend of a stored one is a duplicate, stored once).
     for k, node in enumerate(survivors):
-        req = request(pb, "back-%d" % k, 1, ["r-back"], [10 * k + s for s in range(STEPS)])
+        req = loss_request(pb, PROJECT, "back-%d" % k, 1, ["r-back"], [10 * k + s for s in range(STEPS)])
         wait_until(lambda: ingest_pb.post(node, req, timeout=30).status == 200,
                    "%s to take writes again" % node.url, timeout=30)
         acknowledge(["r-back"], [10 * k + s for s in range(STEPS)])
@@ -366,7 +335,7 @@ def test_killed_node_restarted_rejoins_owns_its_share_without_loss_or_duplicate(
         assert series_of(node, ["sdk-outage"])["sdk-outage"] == STATE["sdk_points"], node.url
     # And it takes writes again, read through every node.
     pb = ingest_pb.load()
-    r = ingest_pb.post(nodes[2], request(pb, "rejoined", 1, ["r-rejoined"], list(range(STEPS))))
+    r = ingest_pb.post(nodes[2], loss_request(pb, PROJECT, "rejoined", 1, ["r-rejoined"], list(range(STEPS))))
     assert r.status == 200 and not r.json()["duplicate_batch"], r
     acknowledge(["r-rejoined"], list(range(STEPS)))
     check_exactly_once(nodes, EXPECTED)
