@@ -43,7 +43,14 @@ AlertManager::AlertManager(AlertManagerOptions options, Clock& clock, Logger& lo
           "Cluster mode: alerts of runs taken over whose receivers another node had told.")),
       rules_(std::move(rules)),
       store_(std::move(store)) {
-  for (const auto& [id, alert] : store_->alerts()) by_fingerprint_[alert.Fingerprint()] = id;
+  for (const auto& [id, alert] : store_->alerts()) {
+    by_fingerprint_[alert.Fingerprint()] = id;
+    // Firing, not silenced, and never told (a reopened flapping alert was told "resolved"): its
+    // notification was refused before a restart.
+    if (alert.status == AlertStatus::kFiring && alert.silenced_by == 0 && alert.notified.empty()) {
+      refused_.insert(id);
+    }
+  }
   metrics.AddGauge("trainwatch_alerts_active", "Alerts pending or firing.", [this] {
     MutexLock lock(state_mu_);
     double n = 0;
@@ -112,6 +119,10 @@ void AlertManager::RequestTakeOver() {
 void AlertManager::Loop() {
   int64_t next_check = clock_.DeadlineIn(options_.stall_check_interval_seconds);
   double next_resend = clock_.NowUnixSeconds() + options_.resend_interval_seconds;
+  {
+    MutexLock state(state_mu_);
+    RetryRefused();  // what was refused before a restart
+  }
   MutexLock lock(queue_mu_);
   for (;;) {
     clock_.WaitUntil(lock.native(), queue_cv_, next_check, [&]() TW_REQUIRES(queue_mu_) {
@@ -130,6 +141,10 @@ void AlertManager::Loop() {
     }
     if (clock_.MonotonicNanos() >= next_check && !stopping) {
       CheckStalled();
+      {
+        MutexLock state(state_mu_);
+        RetryRefused();
+      }
       if (clock_.NowUnixSeconds() >= next_resend) {
         ResendFiring();
         next_resend = clock_.NowUnixSeconds() + options_.resend_interval_seconds;
@@ -290,11 +305,15 @@ AlertManager::NotifyOutcome AlertManager::Notify(AlertRecord& alert, bool repeat
   Status s = notify_(n);
   if (!s.ok()) {
     notify_errors_.Add();
-    logger_.Error("queueing alert notification",
-                  {{"error", s.ToString()}, {"alert", std::to_string(alert.id)}});
+    const bool first = !repeat && refused_.insert(alert.id).second;
+    if (first || repeat) {
+      logger_.Error("queueing alert notification; retrying at each stall check",
+                    {{"error", s.ToString()}, {"alert", std::to_string(alert.id)}});
+    }
     return NotifyOutcome::kFailed;
   }
   if (repeat) return NotifyOutcome::kQueued;
+  refused_.erase(alert.id);
   alert.notified = std::string(StatusName(alert.status));
   Status saved = store_->Put(&alert);
   if (!saved.ok()) logger_.Error("alert store", {{"error", saved.ToString()}});
@@ -336,6 +355,35 @@ void AlertManager::TakeOver() {
           {{"alert", std::to_string(id)},
            {"status", std::string(StatusName(alert.status))},
            {"outcome", outcome == NotifyOutcome::kQueued ? "notified" : "told by another node"}});
+    }
+  }
+}
+
+void AlertManager::RetryRefused() {
+  while (!refused_.empty()) {
+    const uint64_t id = *refused_.begin();
+    auto it = store_->alerts().find(id);
+    if (it == store_->alerts().end()) {
+      refused_.erase(id);
+      continue;
+    }
+    AlertRecord alert = it->second;
+    // Nothing left to tell: told since, silenced, pending again, or resolved before receivers
+    // heard it fire (a resolution is news only to receivers told it fired).
+    const bool stale = alert.notified == StatusName(alert.status) || alert.silenced_by != 0 ||
+                       alert.status == AlertStatus::kPending ||
+                       (alert.status == AlertStatus::kResolved && alert.notified != "firing");
+    if (stale) {
+      refused_.erase(id);
+      continue;
+    }
+    const NotifyOutcome outcome = Notify(alert);
+    if (outcome == NotifyOutcome::kFailed) return;  // the disk still refuses: the next check
+    refused_.erase(id);
+    if (outcome == NotifyOutcome::kQueued) {
+      logger_.Info(
+          "alert notification queued after a refusal",
+          {{"alert", std::to_string(id)}, {"status", std::string(StatusName(alert.status))}});
     }
   }
 }

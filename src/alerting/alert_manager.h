@@ -23,6 +23,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -165,6 +166,9 @@ class AlertManager {
   NotifyOutcome Notify(AlertRecord& alert, bool repeat = false) TW_REQUIRES(state_mu_);
   // RequestTakeOver's work, on the alert thread.
   void TakeOver() TW_REQUIRES(state_mu_);
+  // Sends again, in id order, the notifications the outbox refused (a full or failing disk), at
+  // each stall check until it takes them: stops at the first refusal.
+  void RetryRefused() TW_REQUIRES(state_mu_);
   // The gate's answer for `key`; false when unknown (an error is logged).
   bool Delivered(const std::string& key) const;
   uint64_t SilenceFor(const AlertRecord& alert) const TW_REQUIRES(state_mu_);
@@ -216,6 +220,9 @@ class AlertManager {
   std::unique_ptr<AlertStore> store_ TW_GUARDED_BY(state_mu_);
   // The latest alert of each incident.
   std::unordered_map<std::string, uint64_t> by_fingerprint_ TW_GUARDED_BY(state_mu_);
+  // Alerts whose last notification the outbox refused (RetryRefused). Filled again on start from
+  // the firing alerts no receiver was told of.
+  std::set<uint64_t> refused_ TW_GUARDED_BY(state_mu_);
 };
 
 }  // namespace trainwatch::alerting

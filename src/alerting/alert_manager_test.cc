@@ -30,6 +30,7 @@ class AlertManagerTest : public testing::Test {
     manager_ = std::move(*m);
     manager_->SetNotify([this](const notify::Notification& n) {
       MutexLock lock(mu_);
+      if (refuse_) return Status::ResourceExhausted("no space left on device");
       sent_.push_back(n.status + " " + n.kind + "@" + std::to_string(n.step));
       last_ = n;
       return Status::Ok();
@@ -104,6 +105,10 @@ class AlertManagerTest : public testing::Test {
     if (heartbeat > 0) batch->mutable_heartbeat()->set_interval_seconds(heartbeat);
     manager_->OnCommit(request);
   }
+  void Refuse(bool refuse) {
+    MutexLock lock(mu_);
+    refuse_ = refuse;
+  }
   std::vector<std::string> Sent() {
     manager_->Flush();
     MutexLock lock(mu_);
@@ -125,6 +130,7 @@ class AlertManagerTest : public testing::Test {
   std::vector<std::string> sent_ TW_GUARDED_BY(mu_);
   notify::Notification last_ TW_GUARDED_BY(mu_);
   int changes_ TW_GUARDED_BY(mu_) = 0;
+  bool refuse_ TW_GUARDED_BY(mu_) = false;  // the outbox refuses (a full disk)
   // Cluster mode (ClusterGate): whether this "node" owns run p/r1, and the notified record.
   bool cluster_ = false;
   bool owned_ TW_GUARDED_BY(mu_) = false;
@@ -270,6 +276,63 @@ TEST_F(AlertManagerTest, StalledFromTheServerClockAndResolvedByTheNextStep) {
   Write(400, 1.0);
   EXPECT_THAT(Sent(), testing::ElementsAre("firing stalled@99", "resolved stalled@99"));
   EXPECT_EQ(All()[0].resolved_step, 400);
+}
+
+// The outbox refuses a notification (its disk is full): the alert is recorded at once and its
+// notification is queued at the first stall check after the disk takes writes again, once.
+TEST_F(AlertManagerTest, ARefusedNotificationIsQueuedOnceTheOutboxTakesItAgain) {
+  Refuse(true);
+  WriteHealthy(0, 100);
+  Write(100, NAN);
+  EXPECT_THAT(Sent(), testing::IsEmpty());
+  ASSERT_EQ(All().size(), 1u);
+  EXPECT_EQ(All()[0].status, AlertStatus::kFiring);
+  clock_.Advance(1);
+  clock_.AwaitWaiters(1);  // a retry, refused again
+  EXPECT_THAT(Sent(), testing::IsEmpty());
+  Refuse(false);
+  clock_.Advance(1);
+  clock_.AwaitWaiters(1);
+  EXPECT_THAT(Sent(), testing::ElementsAre("firing nan@100"));
+  clock_.Advance(1);
+  clock_.AwaitWaiters(1);
+  EXPECT_THAT(Sent(), testing::ElementsAre("firing nan@100")) << "queued once";
+  // A refused resolution is retried the same way.
+  Refuse(true);
+  Finish();
+  EXPECT_THAT(Sent(), testing::ElementsAre("firing nan@100"));
+  Refuse(false);
+  clock_.Advance(1);
+  clock_.AwaitWaiters(1);
+  EXPECT_THAT(Sent(), testing::ElementsAre("firing nan@100", "resolved nan@100"));
+}
+
+TEST_F(AlertManagerTest, ANotificationRefusedBeforeARestartIsQueuedAfterIt) {
+  Refuse(true);
+  WriteHealthy(0, 100);
+  Write(100, NAN);
+  EXPECT_THAT(Sent(), testing::IsEmpty());
+  Close();
+  Refuse(false);
+  Open();
+  clock_.AwaitWaiters(1);  // the alert thread started and went idle
+  EXPECT_THAT(Sent(), testing::ElementsAre("firing nan@100"));
+  clock_.Advance(1);
+  clock_.AwaitWaiters(1);
+  EXPECT_THAT(Sent(), testing::ElementsAre("firing nan@100")) << "queued once";
+}
+
+// A refused firing that resolves before the outbox takes writes again is news to no receiver.
+TEST_F(AlertManagerTest, ARefusedFiringResolvedMeanwhileIsNotSent) {
+  Refuse(true);
+  WriteHealthy(0, 100);
+  Write(100, NAN);
+  Finish();
+  EXPECT_THAT(Sent(), testing::IsEmpty());
+  Refuse(false);
+  clock_.Advance(1);
+  clock_.AwaitWaiters(1);
+  EXPECT_THAT(Sent(), testing::IsEmpty());
 }
 
 TEST_F(AlertManagerTest, OtherRanksRowsDoNotFeedTheRunLevelDetectors) {
