@@ -129,6 +129,9 @@ def test_a_full_disk_under_the_outbox_shows_in_healthz_until_a_notification_is_q
     assert "enqueueing alert" in health["reason"], health
     server.write_ok(lines("r1", range(1, 5)))  # the log takes writes all along
 
-    os.remove(filler)  # space comes back; the next notification is queued, and /healthz is ok
-    server.write_ok([nan_line("after", 0)])
-    wait_until(lambda: server.get("/healthz").status == 200, "/healthz ok once a notification was queued")
+    # Space comes back: with no new alert, the refused notification is queued at the alert
+    # thread's next stall check, and /healthz is ok again.
+    os.remove(filler)
+    wait_until(lambda: server.get("/healthz").status == 200, "/healthz ok once the refused notification was queued")
+    wait_until(lambda: "alert notification queued after a refusal" in server.stderr_text(),
+               "the server's log line for the notification queued after its refusal")
