@@ -4,6 +4,7 @@
 
 #include "api/http_server_impl.h"
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <optional>
@@ -14,6 +15,7 @@
 #include <boost/beast/websocket.hpp>
 #include <boost/beast/websocket/ssl.hpp>
 
+#include "api/content_coding.h"
 #include "api/http_target.h"
 #include "common/strings.h"
 
@@ -360,7 +362,10 @@ class HttpServer::Impl::Session : public Connection, public std::enable_shared_f
     request.principal = std::move(principal_);
     started_ = std::chrono::steady_clock::now();
     tcp().expires_never();  // the handler may take a while (durable ack); no read is pending
-    server_.Dispatch(std::move(request), route_, [self = shared_from_this()](HttpResponse response) {
+    // Compressed where the handler answers (a query thread for store reads), not on the I/O thread.
+    const bool gzip = !head_ && AcceptsGzip(request.Header("accept-encoding"));
+    server_.Dispatch(std::move(request), route_, [self = shared_from_this(), gzip](HttpResponse response) {
+      if (gzip) GzipAnswer(&response);
       net::post(self->tcp().get_executor(), [self, response = std::move(response)]() mutable {
         self->Write(std::move(response), /*close=*/!self->keep_alive_);
       });
@@ -376,7 +381,13 @@ class HttpServer::Impl::Session : public Connection, public std::enable_shared_f
     if (response.status >= 400) server_.errors_.Add();
     if (!cors_origin_.empty()) {
       response.headers.emplace_back("Access-Control-Allow-Origin", cors_origin_);
-      response.headers.emplace_back("Vary", "Origin");
+      auto vary = std::find_if(response.headers.begin(), response.headers.end(),
+                               [](const auto& header) { return header.first == "Vary"; });
+      if (vary == response.headers.end()) {
+        response.headers.emplace_back("Vary", "Origin");
+      } else {
+        vary->second += ", Origin";
+      }
     }
     // 1xx, 204 and 304 never carry a body (Beast throws if asked to); HEAD gets the headers alone.
     int status = response.status;

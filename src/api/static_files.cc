@@ -3,6 +3,7 @@
 #include <cctype>
 #include <string>
 
+#include "api/content_coding.h"
 #include "common/strings.h"
 
 namespace trainwatch::api {
@@ -13,53 +14,10 @@ constexpr std::string_view kAssetsPrefix = "/assets/";
 constexpr std::string_view kImmutable = "public, max-age=31536000, immutable";
 constexpr std::string_view kRevalidate = "no-cache";
 
-// Calls fn(element) for each comma-separated, trimmed, non-empty element of a header value.
-template <class Fn>
-void ForEachElement(std::string_view value, Fn fn) {
-  while (!value.empty()) {
-    size_t comma = value.find(',');
-    std::string_view element = TrimBlanks(value.substr(0, comma));
-    value.remove_prefix(comma == std::string_view::npos ? value.size() : comma + 1);
-    if (!element.empty()) fn(element);
-  }
-}
-
-// Whether a coding's parameters (";q=0.5") leave it acceptable: only q=0 (0, 0.0, ..., 0.000)
-// refuses.
-bool Acceptable(std::string_view params) {
-  bool acceptable = true;
-  while (!params.empty()) {
-    size_t semi = params.find(';');
-    std::string_view param = TrimBlanks(params.substr(0, semi));
-    params.remove_prefix(semi == std::string_view::npos ? params.size() : semi + 1);
-    if (param.size() < 2 || (param[0] != 'q' && param[0] != 'Q') || param[1] != '=') continue;
-    std::string_view value = TrimBlanks(param.substr(2));
-    acceptable = value.empty() || value[0] != '0' ||
-                 value.find_first_not_of("0.", 1) != std::string_view::npos;
-  }
-  return acceptable;
-}
-
-// Accept-Encoding allows gzip: named with q > 0, or not named and `*` with q > 0.
-bool AcceptsGzip(std::string_view accept_encoding) {
-  int gzip = -1, star = -1;  // -1: not named
-  ForEachElement(accept_encoding, [&](std::string_view element) {
-    size_t semi = element.find(';');
-    std::string_view coding = TrimBlanks(element.substr(0, semi));
-    std::string_view params = semi == std::string_view::npos ? "" : element.substr(semi + 1);
-    if (EqualsIgnoreCase(coding, "gzip") || EqualsIgnoreCase(coding, "x-gzip")) {
-      gzip = Acceptable(params);
-    } else if (coding == "*") {
-      star = Acceptable(params);
-    }
-  });
-  return gzip >= 0 ? gzip == 1 : star == 1;
-}
-
 // Whether If-None-Match names `etag` (weak comparison, as RFC 9110 asks for If-None-Match).
 bool EtagListed(std::string_view if_none_match, std::string_view etag) {
   bool found = false;
-  ForEachElement(if_none_match, [&](std::string_view tag) {
+  ForEachHeaderElement(if_none_match, [&](std::string_view tag) {
     if (tag.starts_with("W/")) tag.remove_prefix(2);
     found |= tag == "*" || tag == etag;
   });

@@ -1,6 +1,7 @@
 """Answers too large to build at once, against a real server: raw series are capped per answer and
 paged with next_from (--max-raw-points, limit=), and exports are streamed in chunks that add up to
 exactly the run."""
+import gzip
 import http.client
 import json
 
@@ -96,3 +97,22 @@ def test_export_is_streamed_in_chunks_and_holds_every_point_exactly(server):
 def test_export_of_an_unknown_run_is_a_plain_404(server):
     r = server.get("/api/v1/export", {"run": "nope"})
     assert r.status == 404 and "error" in json.loads(r.body)
+
+
+def test_large_answers_are_gzip_compressed_for_a_client_that_accepts_gzip(server):
+    # A browser, Grafana and promtool send Accept-Encoding: gzip; the answer is the same JSON, smaller.
+    write_steps(server, "big", list(range(20000)))
+    params = {"run": "big", "metric": "loss"}
+    plain = server.get("/api/v1/series", params)
+    assert plain.status == 200 and "Content-Encoding" not in plain.headers, plain.headers
+    packed = server.get("/api/v1/series", params, headers={"Accept-Encoding": "br, gzip;q=0.8"})
+    assert packed.status == 200, packed
+    assert packed.headers.get("Content-Encoding") == "gzip", packed.headers
+    assert packed.headers.get("Vary") == "Accept-Encoding", packed.headers
+    assert len(packed.body) * 3 < len(plain.body), (len(packed.body), len(plain.body))
+    assert gzip.decompress(packed.body) == plain.body
+    # Refused by q=0, and small answers are sent as they are.
+    assert "Content-Encoding" not in server.get("/api/v1/series", params,
+                                                headers={"Accept-Encoding": "gzip;q=0"}).headers
+    small = server.get("/api/v1/runs", headers={"Accept-Encoding": "gzip"})
+    assert small.status == 200 and "Content-Encoding" not in small.headers, small.headers
