@@ -37,8 +37,10 @@ inline constexpr std::pair<const char*, const char*> kSecurityHeaders[] = {
     {"Referrer-Policy", "no-referrer"},
     {"X-Frame-Options", "DENY"},
     {"Content-Security-Policy",
-     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; "
-     "font-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
+     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' "
+     "data: blob:; "
+     "font-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action "
+     "'self'; "
      "frame-ancestors 'none'"},
 };
 
@@ -49,10 +51,15 @@ class HttpServer::Impl::WsSession : public WebSocketPeer,
                                     public std::enable_shared_from_this<WsSession<Stream>> {
  public:
   template <class Next>
-  WsSession(Impl& server, Next&& next, std::shared_ptr<net::ssl::context> tls_context, std::shared_ptr<Slot> slot,
-            const WebSocketHandler& handler, auth::Principal principal)
-      : server_(server), tls_context_(std::move(tls_context)), ws_(std::forward<Next>(next)), slot_(std::move(slot)),
-        handler_(handler), id_(server.next_peer_id_++), principal_(std::move(principal)) {}
+  WsSession(Impl& server, Next&& next, std::shared_ptr<net::ssl::context> tls_context,
+            std::shared_ptr<Slot> slot, const WebSocketHandler& handler, auth::Principal principal)
+      : server_(server),
+        tls_context_(std::move(tls_context)),
+        ws_(std::forward<Next>(next)),
+        slot_(std::move(slot)),
+        handler_(handler),
+        id_(server.next_peer_id_++),
+        principal_(std::move(principal)) {}
   void Run(http::request<http::string_body> req) {
     ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
     ws_.read_message_max(1 << 20);
@@ -150,7 +157,8 @@ class HttpServer::Impl::WsSession : public WebSocketPeer,
 // One HTTP connection: reads requests one after another (keep-alive), answers each in order. Over
 // TLS (Stream = TlsStream) it first tells a TLS client from a plaintext one, and shakes hands.
 template <class Stream>
-class HttpServer::Impl::Session : public Connection, public std::enable_shared_from_this<Session<Stream>> {
+class HttpServer::Impl::Session : public Connection,
+                                  public std::enable_shared_from_this<Session<Stream>> {
  public:
   static constexpr size_t kReadBufferBytes = 64 << 10;
   static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
@@ -158,8 +166,10 @@ class HttpServer::Impl::Session : public Connection, public std::enable_shared_f
   // `tls_context`: the server's TLS context when the connection was accepted (null over TCP).
   Session(Impl& server, tcp::socket&& socket, std::shared_ptr<Slot> slot,
           std::shared_ptr<net::ssl::context> tls_context)
-      : server_(server), tls_context_(std::move(tls_context)),
-        stream_(MakeStream(std::move(socket), tls_context_.get())), slot_(std::move(slot)) {
+      : server_(server),
+        tls_context_(std::move(tls_context)),
+        stream_(MakeStream(std::move(socket), tls_context_.get())),
+        slot_(std::move(slot)) {
     // Beast sizes each socket read by the buffer's spare room: without this, 512 bytes at a time.
     buffer_.reserve(kReadBufferBytes);
   }
@@ -197,26 +207,31 @@ class HttpServer::Impl::Session : public Connection, public std::enable_shared_f
   void DetectTls() {
     if (!server_.registry_.SetWaiting(*slot_, true)) return;
     tcp().expires_after(std::chrono::seconds(server_.options_.header_timeout_seconds));
-    beast::async_detect_ssl(tcp(), buffer_, beast::bind_front_handler(&Session::OnDetected, shared_from_this()));
+    beast::async_detect_ssl(tcp(), buffer_,
+                            beast::bind_front_handler(&Session::OnDetected, shared_from_this()));
   }
 
   void OnDetected(beast::error_code ec, bool tls) {
     if (ec) {
-      if (ec != net::error::eof && ec != net::error::operation_aborted) server_.tls_handshake_failures_.Add();
+      if (ec != net::error::eof && ec != net::error::operation_aborted)
+        server_.tls_handshake_failures_.Add();
       tcp().close();
       return;
     }
     if (!tls) {
       server_.tls_handshake_failures_.Add();
       static const std::string kBody =
-          "{\"error\":\"this server speaks HTTPS only: use https:// (and wss:// for WebSockets)\"}\n";
+          "{\"error\":\"this server speaks HTTPS only: use https:// (and wss:// for "
+          "WebSockets)\"}\n";
       static const std::string kAnswer =
-          "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
+          "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nConnection: "
+          "close\r\nContent-Length: " +
           std::to_string(kBody.size()) + "\r\n\r\n" + kBody;
-      net::async_write(tcp(), net::buffer(kAnswer), [self = shared_from_this()](beast::error_code, size_t) {
-        beast::error_code ignored;
-        self->tcp().socket().shutdown(tcp::socket::shutdown_send, ignored);
-      });
+      net::async_write(tcp(), net::buffer(kAnswer),
+                       [self = shared_from_this()](beast::error_code, size_t) {
+                         beast::error_code ignored;
+                         self->tcp().socket().shutdown(tcp::socket::shutdown_send, ignored);
+                       });
       return;
     }
     stream_.async_handshake(net::ssl::stream_base::server, buffer_.data(),
@@ -226,7 +241,8 @@ class HttpServer::Impl::Session : public Connection, public std::enable_shared_f
   void OnHandshake(beast::error_code ec, size_t used) {
     if (ec) {
       server_.tls_handshake_failures_.Add();
-      server_.logger_.Debug("TLS handshake failed", {{"client", slot_->address}, {"error", ec.message()}});
+      server_.logger_.Debug("TLS handshake failed",
+                            {{"client", slot_->address}, {"error", ec.message()}});
       tcp().close();
       return;
     }
@@ -258,7 +274,8 @@ class HttpServer::Impl::Session : public Connection, public std::enable_shared_f
     const auto& header = parser_->get();
     request_head_ = RequestHead{};
     request_head_.method = std::string(header.method_string());
-    request_head_.target = ParseTarget(std::string_view(header.target().data(), header.target().size()));
+    request_head_.target =
+        ParseTarget(std::string_view(header.target().data(), header.target().size()));
     auto field = [&](http::field f) {
       auto it = header.find(f);
       return it == header.end() ? std::string() : std::string(it->value());
@@ -277,13 +294,15 @@ class HttpServer::Impl::Session : public Connection, public std::enable_shared_f
     if (auto refusal = server_.admission_.Refusal(request_head_, route_, &principal_)) {
       if ((refusal->status == 401 || refusal->status == 403) && server_.options_.audit) {
         // Refused keys are audited; the answer waits for the entry, as every audited one does.
-        auth::AuditEntry entry = server_.AuditEntryOf(request_head_.method, request_head_.target.path,
-                                                      request_head_.target.query, principal_, slot_->address,
-                                                      *refusal);
-        server_.options_.audit->Append(std::move(entry), [self = shared_from_this(), refusal = *refusal]() mutable {
-          net::post(self->tcp().get_executor(),
-                    [self, refusal = std::move(refusal)]() mutable { self->RespondAndClose(std::move(refusal)); });
-        });
+        auth::AuditEntry entry =
+            server_.AuditEntryOf(request_head_.method, request_head_.target.path,
+                                 request_head_.target.query, principal_, slot_->address, *refusal);
+        server_.options_.audit->Append(
+            std::move(entry), [self = shared_from_this(), refusal = *refusal]() mutable {
+              net::post(self->tcp().get_executor(), [self, refusal = std::move(refusal)]() mutable {
+                self->RespondAndClose(std::move(refusal));
+              });
+            });
         return;
       }
       RespondAndClose(std::move(*refusal));
@@ -313,15 +332,16 @@ class HttpServer::Impl::Session : public Connection, public std::enable_shared_f
   }
 
   void OnRead(beast::error_code ec, size_t) {
-    if (ec == http::error::end_of_stream || ec == net::error::eof || ec == net::error::connection_reset ||
-        ec == beast::error::timeout || ec == net::error::operation_aborted) {
+    if (ec == http::error::end_of_stream || ec == net::error::eof ||
+        ec == net::error::connection_reset || ec == beast::error::timeout ||
+        ec == net::error::operation_aborted) {
       Shutdown();
       return;
     }
     if (ec == http::error::body_limit) {
-      RespondAndClose(HttpResponse::Error(
-          413, "request body exceeds the limit of " +
-                   std::to_string(server_.options_.max_body_bytes) + " bytes"));
+      RespondAndClose(HttpResponse::Error(413, "request body exceeds the limit of " +
+                                                   std::to_string(server_.options_.max_body_bytes) +
+                                                   " bytes"));
       return;
     }
     if (ec == http::error::header_limit) {
@@ -337,17 +357,19 @@ class HttpServer::Impl::Session : public Connection, public std::enable_shared_f
     if (request_head_.upgrade) {
       const WebSocketHandler* websocket = server_.router_.FindWebSocket(request_head_.target.path);
       if (!websocket) {
-        RespondAndClose(HttpResponse::Error(404, "no WebSocket endpoint at " + request_head_.target.path));
+        RespondAndClose(
+            HttpResponse::Error(404, "no WebSocket endpoint at " + request_head_.target.path));
         return;
       }
       tcp().expires_never();
       if constexpr (kTls) {
-        std::make_shared<WsSession<TlsStream>>(server_, std::move(stream_), std::move(tls_context_), std::move(slot_),
-                                               *websocket, std::move(principal_))
+        std::make_shared<WsSession<TlsStream>>(server_, std::move(stream_), std::move(tls_context_),
+                                               std::move(slot_), *websocket, std::move(principal_))
             ->Run(std::move(req));
       } else {
-        std::make_shared<WsSession<PlainStream>>(server_, stream_.release_socket(), nullptr, std::move(slot_),
-                                                 *websocket, std::move(principal_))
+        std::make_shared<WsSession<PlainStream>>(server_, stream_.release_socket(), nullptr,
+                                                 std::move(slot_), *websocket,
+                                                 std::move(principal_))
             ->Run(std::move(req));
       }
       return;
@@ -356,7 +378,9 @@ class HttpServer::Impl::Session : public Connection, public std::enable_shared_f
     request.method = std::move(request_head_.method);
     request.path = std::move(request_head_.target.path);
     request.query = std::move(request_head_.target.query);
-    for (const auto& field : req) request.headers[ToLowerAscii(std::string_view(field.name_string().data(), field.name_string().size()))] = std::string(field.value());
+    for (const auto& field : req)
+      request.headers[ToLowerAscii(std::string_view(
+          field.name_string().data(), field.name_string().size()))] = std::string(field.value());
     request.body = std::move(req.body());
     request.remote = slot_->address;
     request.principal = std::move(principal_);
@@ -364,12 +388,13 @@ class HttpServer::Impl::Session : public Connection, public std::enable_shared_f
     tcp().expires_never();  // the handler may take a while (durable ack); no read is pending
     // Compressed where the handler answers (a query thread for store reads), not on the I/O thread.
     const bool gzip = !head_ && AcceptsGzip(request.Header("accept-encoding"));
-    server_.Dispatch(std::move(request), route_, [self = shared_from_this(), gzip](HttpResponse response) {
-      if (gzip) GzipAnswer(&response);
-      net::post(self->tcp().get_executor(), [self, response = std::move(response)]() mutable {
-        self->Write(std::move(response), /*close=*/!self->keep_alive_);
-      });
-    });
+    server_.Dispatch(
+        std::move(request), route_, [self = shared_from_this(), gzip](HttpResponse response) {
+          if (gzip) GzipAnswer(&response);
+          net::post(self->tcp().get_executor(), [self, response = std::move(response)]() mutable {
+            self->Write(std::move(response), /*close=*/!self->keep_alive_);
+          });
+        });
   }
 
   void RespondAndClose(HttpResponse response) { Write(std::move(response), /*close=*/true); }
@@ -396,16 +421,17 @@ class HttpServer::Impl::Session : public Connection, public std::enable_shared_f
       return;
     }
     if (head_ || status < 200 || status == 204 || status == 304) {
-      auto res = std::make_shared<http::response<http::empty_body>>(static_cast<http::status>(status),
-                                                                     version_ ? version_ : 11);
+      auto res = std::make_shared<http::response<http::empty_body>>(
+          static_cast<http::status>(status), version_ ? version_ : 11);
       SetFields(*res, response);
-      if (head_ && status >= 200 && status != 204 && status != 304) res->content_length(response.body.size());
+      if (head_ && status >= 200 && status != 204 && status != 304)
+        res->content_length(response.body.size());
       res->keep_alive(!close);
       Send(std::move(res), close);
       return;
     }
-    auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(status),
-                                                                    version_ ? version_ : 11);
+    auto res = std::make_shared<http::response<http::string_body>>(
+        static_cast<http::status>(status), version_ ? version_ : 11);
     SetFields(*res, response);
     res->body() = std::move(response.body);
     res->keep_alive(!close);
@@ -418,8 +444,8 @@ class HttpServer::Impl::Session : public Connection, public std::enable_shared_f
   // The header with chunked encoding, then one chunk per piece the producer makes on a query
   // thread, each made only once the previous one is written.
   void WriteStreamed(HttpResponse response, bool close) {
-    auto res = std::make_shared<http::response<http::empty_body>>(static_cast<http::status>(response.status),
-                                                                   version_ ? version_ : 11);
+    auto res = std::make_shared<http::response<http::empty_body>>(
+        static_cast<http::status>(response.status), version_ ? version_ : 11);
     SetFields(*res, response);
     res->chunked(true);
     res->keep_alive(!close);
@@ -427,7 +453,8 @@ class HttpServer::Impl::Session : public Connection, public std::enable_shared_f
     auto producer = std::make_shared<Producer>(std::move(response.stream));
     tcp().expires_after(std::chrono::seconds(server_.options_.read_timeout_seconds));
     http::async_write_header(stream_, *serializer,
-                             [self = shared_from_this(), res, serializer, producer, close](beast::error_code ec, size_t) {
+                             [self = shared_from_this(), res, serializer, producer, close](
+                                 beast::error_code ec, size_t) {
                                if (ec) return self->Shutdown();
                                self->ProducePiece(producer, close);
                              });
@@ -443,19 +470,21 @@ class HttpServer::Impl::Session : public Connection, public std::enable_shared_f
     });
   }
 
-  void WritePiece(std::shared_ptr<Producer> producer, std::shared_ptr<std::string> piece, StreamStep step,
-                  bool close) {
+  void WritePiece(std::shared_ptr<Producer> producer, std::shared_ptr<std::string> piece,
+                  StreamStep step, bool close) {
     if (step == StreamStep::kFailed) {
       tcp().close();  // no terminating chunk: the client sees the answer is incomplete
       return;
     }
-    auto after = [self = shared_from_this(), producer, piece, step, close](beast::error_code ec, size_t) {
+    auto after = [self = shared_from_this(), producer, piece, step, close](beast::error_code ec,
+                                                                           size_t) {
       if (ec) return self->Shutdown();
       if (step == StreamStep::kMore) return self->ProducePiece(producer, close);
-      net::async_write(self->stream_, http::make_chunk_last(), [self, close](beast::error_code ec, size_t) {
-        if (ec || close) return self->Shutdown();
-        self->Read();
-      });
+      net::async_write(self->stream_, http::make_chunk_last(),
+                       [self, close](beast::error_code ec, size_t) {
+                         if (ec || close) return self->Shutdown();
+                         self->Read();
+                       });
     };
     tcp().expires_after(std::chrono::seconds(server_.options_.read_timeout_seconds));
     if (piece->empty()) {
@@ -477,13 +506,14 @@ class HttpServer::Impl::Session : public Connection, public std::enable_shared_f
   template <class Body>
   void Send(std::shared_ptr<http::response<Body>> res, bool close) {
     tcp().expires_after(std::chrono::seconds(server_.options_.read_timeout_seconds));
-    http::async_write(stream_, *res, [self = shared_from_this(), res, close](beast::error_code ec, size_t) {
-      if (ec || close) {
-        self->Shutdown();
-        return;
-      }
-      self->Read();
-    });
+    http::async_write(stream_, *res,
+                      [self = shared_from_this(), res, close](beast::error_code ec, size_t) {
+                        if (ec || close) {
+                          self->Shutdown();
+                          return;
+                        }
+                        self->Read();
+                      });
   }
 
   // Ends the connection after the last answer: over TCP, a FIN (the client reads to the end);
@@ -491,7 +521,8 @@ class HttpServer::Impl::Session : public Connection, public std::enable_shared_f
   void Shutdown() {
     if constexpr (kTls) {
       tcp().expires_after(std::chrono::seconds(kTlsShutdownSeconds));
-      stream_.async_shutdown([self = shared_from_this()](beast::error_code) { self->tcp().close(); });
+      stream_.async_shutdown(
+          [self = shared_from_this()](beast::error_code) { self->tcp().close(); });
     } else {
       beast::error_code ignored;
       stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
