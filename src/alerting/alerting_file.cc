@@ -22,6 +22,11 @@ Result<AlertingFile> LoadAlertingFile(FileSystem& fs, const std::string& path) {
     return Status::InvalidArgument(path + ": " + e.what());
   }
   TW_ASSIGN_OR_RETURN(out.notify, notify::ParseNotifyConfig(root, path));
+  try {
+    TW_ASSIGN_OR_RETURN(out.reports, ParseReportPolicy(root, path));
+  } catch (const YAML::Exception& e) {  // the parse edge: yaml-cpp reports by throwing
+    return Status::InvalidArgument(path + ": " + e.what());
+  }
   return out;
 }
 

@@ -1,11 +1,14 @@
 // GET /api/v1/report: a run's training report (report/report.h, docs/reports.md) as one
 // self-contained HTML file, or printed to PDF by headless Chromium (report/pdf.h).
+// GET /api/v1/report/stored and /api/v1/report/stored/info: the report stored when the run ended
+// (report/report_store.h, docs/reports.md "Automatic reports") and what it is about.
 #include <cctype>
 
 #include "api/routes.h"
 #include "report/pdf.h"
 #include "report/report.h"
 #include "report/report_html.h"
+#include "report/report_store.h"
 
 namespace trainwatch::api {
 namespace {
@@ -80,10 +83,58 @@ void HandleReport(ApiContext& ctx, HttpRequest&& req, Responder respond) {
   respond(std::move(response));
 }
 
+// The run's stored report, or the error to answer with.
+Result<report::StoredReportInfo> StoredInfo(ApiContext& ctx, const HttpRequest& req) {
+  const std::string project = req.Param("project", "default"), run = req.Param("run");
+  if (run.empty()) return Status::InvalidArgument("query parameter 'run' is required");
+  if (ctx.report_store == nullptr) {
+    return Status::NotFound("no stored report for run '" + run + "' in project '" + project + "'");
+  }
+  // A deleted run's report is gone with it, whatever is left on disk.
+  TW_RETURN_IF_ERROR(ctx.querier.GetRun({project, run}).status());
+  return ctx.report_store->Info(project, run);
+}
+
+void HandleStoredReport(ApiContext& ctx, HttpRequest&& req, Responder respond) {
+  Result<report::StoredReportInfo> info = StoredInfo(ctx, req);
+  if (!info.ok()) {
+    return respond(HttpResponse::Error(HttpStatusOf(info.status()), info.status().message()));
+  }
+  Result<std::string> html = ctx.report_store->Html(info->project, info->run);
+  if (!html.ok()) {
+    return respond(HttpResponse::Error(HttpStatusOf(html.status()), html.status().message()));
+  }
+  HttpResponse response;
+  response.status = 200;
+  response.content_type = "text/html; charset=utf-8";
+  response.body = std::move(html).value();
+  response.headers.emplace_back("Content-Disposition",
+                                "inline; filename=\"" + FileName(info->run, "html") + "\"");
+  // Replaced when the run resumes and ends again.
+  response.headers.emplace_back("Cache-Control", "no-cache");
+  respond(std::move(response));
+}
+
+void HandleStoredReportInfo(ApiContext& ctx, HttpRequest&& req, Responder respond) {
+  Result<report::StoredReportInfo> info = StoredInfo(ctx, req);
+  if (!info.ok()) {
+    return respond(HttpResponse::Error(HttpStatusOf(info.status()), info.status().message()));
+  }
+  nlohmann::json body = {{"project", info->project},
+                         {"run", info->run},
+                         {"status", info->status},
+                         {"run_end_time", info->run_end_time},
+                         {"generated_at", info->generated_at},
+                         {"bytes", info->bytes}};
+  respond(HttpResponse::Json(200, body.dump() + "\n"));
+}
+
 }  // namespace
 
 void RegisterReportRoutes(HttpServer& server, ApiContext& ctx) {
   RouteStoreRead(server, ctx, "/api/v1/report", HandleReport);
+  RouteStoreRead(server, ctx, "/api/v1/report/stored", HandleStoredReport);
+  RouteStoreRead(server, ctx, "/api/v1/report/stored/info", HandleStoredReportInfo);
 }
 
 }  // namespace trainwatch::api

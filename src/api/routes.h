@@ -13,6 +13,10 @@
 #include "query/querier.h"
 #include "storage/engine.h"
 
+namespace trainwatch::report {
+class ReportStore;
+}
+
 namespace trainwatch::api {
 
 // Everything the handlers use; must outlive the server.
@@ -42,6 +46,8 @@ struct ApiContext {
 };
 
 void RegisterWriteRoutes(HttpServer& server, ApiContext& ctx);  // write_routes.cc
+  // The reports stored when runs ended (GET /api/v1/report/stored); null: those routes answer 404.
+  const report::ReportStore* report_store = nullptr;
 void RegisterRunRoutes(HttpServer& server, ApiContext& ctx);  // run_routes.cc (runs, run, metrics)
 void RegisterSeriesRoutes(HttpServer& server, ApiContext& ctx);   // series_routes.cc
 void RegisterExportRoutes(HttpServer& server, ApiContext& ctx);   // export_routes.cc

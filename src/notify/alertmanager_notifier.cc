@@ -61,6 +61,7 @@ std::string AlertmanagerPayload(const Notification& n, double now) {
   annotations["step"] = std::to_string(n.step);
   annotations["value"] = FormatNumber(n.value);
   if (!n.chart_url.empty()) annotations["chart_url"] = n.chart_url;
+  if (!n.report_url.empty()) annotations["report_url"] = n.report_url;
   if (!n.idempotency_key.empty()) annotations["idempotency_key"] = n.idempotency_key;
 
   json alert = {

@@ -140,6 +140,7 @@ std::string EmailMessage(const Notification& n, const EmailOptions& options, dou
   for (const auto& [k, v] : n.labels) body += "Label:     " + k + "=" + v + "\n";
   for (const auto& [k, v] : n.annotations) body += "Note:      " + k + ": " + v + "\n";
   if (!n.chart_url.empty()) body += "\nChart: " + n.chart_url + "\n";
+  if (!n.report_url.empty()) body += "\nReport: " + n.report_url + "\n";
   AppendLines(&msg, body);
   return msg;
 }

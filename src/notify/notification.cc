@@ -15,10 +15,10 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::string_view, 11> kKinds = {
+constexpr std::array<std::string_view, 12> kKinds = {
     "nan",        "grad_explosion", "grad_vanishing", "loss_spike", "loss_oscillation",
     "divergence", "plateau",        "overfitting",    "stalled",    "throughput_drop",
-    "rule"};
+    "rule",       "run_report"};
 
 json NumberOrNull(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
@@ -101,6 +101,7 @@ std::string NotificationToJson(const Notification& n) {
       {"chart_url", n.chart_url},
   };
   if (!n.idempotency_key.empty()) j["idempotency_key"] = n.idempotency_key;
+  if (!n.report_url.empty()) j["report_url"] = n.report_url;
   // Invalid UTF-8 (from a user's label, say) is replaced rather than thrown on.
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
@@ -111,7 +112,7 @@ Result<Notification> NotificationFromJson(std::string_view text) {
   json j = std::move(*parsed);
   if (!j.is_object()) return Status::InvalidArgument("notification: not a JSON object");
   Notification n;
-  const std::array<std::pair<const char*, std::string*>, 11> strings = {{
+  const std::array<std::pair<const char*, std::string*>, 12> strings = {{
       {"alert_id", &n.alert_id},
       {"status", &n.status},
       {"project", &n.project},
@@ -123,6 +124,7 @@ Result<Notification> NotificationFromJson(std::string_view text) {
       {"message", &n.message},
       {"chart_url", &n.chart_url},
       {"idempotency_key", &n.idempotency_key},
+      {"report_url", &n.report_url},
   }};
   for (const auto& [key, out] : strings) {
     TW_RETURN_IF_ERROR(ReadString(j, key, out).WithContext("notification"));
@@ -180,6 +182,11 @@ std::string FormatRfc3339(double t) {
 }
 
 std::string Headline(const Notification& n) {
+  if (n.kind == "run_report") {
+    auto status = n.labels.find("run_status");
+    return "REPORT run " + n.project + "/" + n.run + " " +
+           (status == n.labels.end() ? std::string("ended") : status->second);
+  }
   std::string out = n.resolved() ? "RESOLVED " : "FIRING ";
   out += n.severity + " " + (n.name.empty() ? n.kind : n.name) + " in " + n.project + "/" + n.run;
   return out;

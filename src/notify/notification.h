@@ -17,7 +17,8 @@ struct Notification {
   std::string status;    // "firing" or "resolved"
   std::string project, run;
   // "nan", "grad_explosion", "grad_vanishing", "loss_spike", "loss_oscillation", "divergence",
-  // "plateau", "overfitting", "stalled", "throughput_drop", or "rule" for user rules.
+  // "plateau", "overfitting", "stalled", "throughput_drop", "rule" for user rules, or
+  // "run_report": a run ended (finished or crashed) and its report was stored (report_url).
   std::string kind;
   std::string name;      // the rule's `alert` name, or the kind
   std::string metric;    // "" for time-based kinds
@@ -30,6 +31,8 @@ struct Notification {
   double ends_at = 0;    // unix seconds, server clock; 0 while firing
   std::map<std::string, std::string> labels, annotations;
   std::string chart_url;  // link to the chart at the step ("" if none)
+  // Link to the run's stored report (docs/reports.md, "Automatic reports"); "" if none.
+  std::string report_url;
   // The same for every delivery of this status of this incident, from whichever node of a cluster
   // sends it (IdempotencyKey): a receiver that has seen it may drop the delivery. "" if unknown
   // (a notification read from an outbox written before the key existed).
@@ -50,7 +53,7 @@ std::optional<Severity> ParseSeverity(std::string_view text);
 // The rank of a notification's severity; an unknown severity ranks as kInfo.
 Severity SeverityOf(const Notification& n);
 
-// True for the ten detector kinds and "rule".
+// True for the ten detector kinds, "rule" and "run_report".
 bool IsKnownKind(std::string_view kind);
 
 // The identity of one incident, the same on every node that saw the same records: the first 32 hex
@@ -86,7 +89,8 @@ std::string FormatRfc3339(double t);
 
 // "FIRING critical grad_explosion in vision/run-7" ("RESOLVED ..." once resolved): the one-line
 // headline shared by the Slack text and the email subject. Uses `name` (the kind for built-in
-// detectors, the rule's alert name for user rules).
+// detectors, the rule's alert name for user rules). A run_report notification reads
+// "REPORT run vision/run-7 finished" (its label run_status).
 std::string Headline(const Notification& n);
 
 }  // namespace trainwatch::notify

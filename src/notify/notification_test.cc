@@ -87,6 +87,26 @@ TEST(NotificationJson, RejectsMalformedInputNamingTheField) {
   EXPECT_NE(bad.status().message().find("labels.a"), std::string::npos);
 }
 
+TEST(NotificationJson, ARunReportCarriesItsLinkAndReadsBack) {
+  Notification n = test::SampleNotification();
+  n.kind = n.name = "run_report";
+  n.labels = {{"run_status", "crashed"}};
+  n.report_url = "http://tw:8080/api/v1/report/stored?project=vision-resnet&run=run-7";
+  const std::string json = NotificationToJson(n);
+  EXPECT_NE(
+      json.find(
+          R"("report_url":"http://tw:8080/api/v1/report/stored?project=vision-resnet&run=run-7")"),
+      std::string::npos)
+      << json;
+  auto back = NotificationFromJson(json);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->report_url, n.report_url);
+  EXPECT_TRUE(IsKnownKind("run_report"));
+  EXPECT_EQ(Headline(n), "REPORT run vision-resnet/run-7 crashed");
+  // Without a link, the key is left out.
+  EXPECT_EQ(NotificationToJson(test::SampleNotification()).find("report_url"), std::string::npos);
+}
+
 TEST(Notification, SeverityKindAndHeadline) {
   EXPECT_EQ(ParseSeverity("warning"), Severity::kWarning);
   EXPECT_FALSE(ParseSeverity("fatal").has_value());

@@ -58,6 +58,7 @@ std::string SlackPayload(const Notification& n) {
   std::string text =
       Escape(Headline(n)) + ": " + Escape(n.message) + " (step " + std::to_string(n.step) + ")";
   if (!n.chart_url.empty()) text += " <" + n.chart_url + "|chart>";
+  if (!n.report_url.empty()) text += " <" + n.report_url + "|report>";
   json fields = json::array({Field("Project", n.project), Field("Run", n.run),
                              Field("Severity", n.severity), Field("Kind", n.kind)});
   if (!n.metric.empty()) fields.push_back(Field("Metric", n.metric));
@@ -78,7 +79,10 @@ std::string SlackPayload(const Notification& n) {
                      (n.idempotency_key.empty() ? "" : " · key " + n.idempotency_key)},
       {"ts", static_cast<int64_t>(ts)},
   };
-  if (!n.chart_url.empty()) attachment["title_link"] = n.chart_url;
+  if (!n.report_url.empty())
+    attachment["title_link"] = n.report_url;
+  else if (!n.chart_url.empty())
+    attachment["title_link"] = n.chart_url;
   json body = {{"text", text}, {"attachments", json::array({attachment})}};
   return body.dump(-1, ' ', false, json::error_handler_t::replace);
 }

@@ -49,12 +49,13 @@ class FileParser {
     std::vector<Group> groups;
     TW_RETURN_IF_ERROR(ForEachEntry(
         root, "", [&](const std::string& key, const YAML::Node& k, const YAML::Node& v) {
-          if (key == "receivers" || key == "routes") return Status::Ok();  // the notifier's
+          // The notifier's, and the automatic reports' (alerting/report_policy.h).
+          if (key == "receivers" || key == "routes" || key == "reports") return Status::Ok();
           if (key == "detectors") return ParseDetectors(v, "detectors", &defaults);
           if (key == "projects") return ParseProjects(v, &projects);
           if (key == "groups") return ParseGroups(v, &groups);
           return Error(k, "unknown top-level key '" + key +
-                              "' (known: detectors, projects, groups, receivers, routes)");
+                              "' (known: detectors, projects, groups, receivers, routes, reports)");
         }));
     return RuleSet(file_, std::move(defaults), std::move(projects), std::move(groups));
   }

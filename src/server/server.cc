@@ -32,6 +32,8 @@
 #include "ingest/ingestor.h"
 #include "notify/outbox.h"
 #include "query/local_querier.h"
+#include "report/auto_reporter.h"
+#include "report/report_store.h"
 #include "server/data_dir_lock.h"
 #include "server/liveness.h"
 #include "server/version.h"
@@ -69,6 +71,9 @@ struct Server::Parts {
   std::unique_ptr<api::LiveHub> live;
   std::unique_ptr<notify::NotificationOutbox> outbox;
   std::unique_ptr<alerting::AlertManager> alerts;
+  // Reports stored when runs end (<data>/reports), made on the reporter's thread.
+  std::unique_ptr<report::ReportStore> reports;
+  std::unique_ptr<report::AutoReporter> reporter;
   Mutex reload_mu;  // one rule reload at a time
   std::unique_ptr<api::ApiContext> api;
   std::unique_ptr<api::ServerTlsContext> tls;  // null without --tls-cert; outlives http
@@ -87,6 +92,7 @@ struct Server::Parts {
     StopRetention();
     if (liveness) liveness->Stop();
     if (cluster) cluster->Stop();
+    if (reporter) reporter->Stop();
     if (alerts) alerts->Stop();
     if (outbox) outbox->Stop();
   }
@@ -100,6 +106,7 @@ struct Server::Parts {
     TW_RETURN_IF_ERROR(outbox->Reload(file.notify));
     size_t rules = file.rules->rule_count(), receivers = file.notify.receivers.size();
     alerts->Reload(std::move(file.rules));
+    reporter->SetPolicy(std::move(file.reports));
     std::string summary = config.alerting_file + ": " + std::to_string(rules) + " rules, " +
                           std::to_string(receivers) + " receivers";
     logger->Info("alerting reloaded", {{"summary", summary}});
@@ -355,15 +362,36 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   }
   p->alerts->Start();
   p->engine->SetCommitListener(
-      [live = p->live.get(), alerts = p->alerts.get(), s3_blobs = p->s3_blobs.get(),
-       mirror = p->influx_mirror.get()](const v1::WriteRequest& request,
-                                        const storage::WriteOutcome& outcome) {
+      [live = p->live.get(), alerts = p->alerts.get(), reporter = p->reporter.get(),
+       s3_blobs = p->s3_blobs.get(), mirror = p->influx_mirror.get()](
+          const v1::WriteRequest& request, const storage::WriteOutcome& outcome) {
         if (outcome.duplicate_batch) return;
         if (s3_blobs != nullptr &&
             std::any_of(request.runs().begin(), request.runs().end(),
                         [](const v1::RunBatch& b) { return b.images_size() > 0; }))
           s3_blobs->Wake();
         if (mirror != nullptr && outcome.points_written > 0) mirror->Offer(request);
+  // The querier serves the API and the automatic reports.
+  p->querier = std::make_unique<query::LocalQuerier>(*p->engine);
+  p->reports =
+      std::make_unique<report::ReportStore>(PosixFileSystem(), config.data_dir + "/reports");
+  report::AutoReporterOptions report_options;
+  report_options.external_url = alert_options.external_url;
+  report_options.generator = std::string("trainwatch ") + kVersion;
+  p->reporter = std::make_unique<report::AutoReporter>(report_options, *p->querier, p->alerts.get(),
+                                                       *p->reports, p->clock, log, p->metrics,
+                                                       std::move(alerting_file->reports));
+  p->reporter->SetNotify(
+      [outbox = p->outbox.get()](const notify::Notification& n) { return outbox->Enqueue(n); });
+  if (p->cluster) {
+    p->reporter->SetOwns(
+        [node = p->cluster.get()](const std::string& project, const std::string& run) {
+          const std::vector<uint32_t> owned = node->OwnedPartitions();
+          return std::find(owned.begin(), owned.end(), node->PartitionOfRun(project, run)) !=
+                 owned.end();
+        });
+  }
+  p->reporter->Start();
         if (outcome.points_written > 0) live->Publish(request);
         // In a cluster every node applies and detects every run (the owner alone notifies).
         alerts->OnCommit(request);
@@ -377,6 +405,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
     log.Warn(
         "serving plaintext beyond loopback: keys and data cross the network in clear text; "
         "use --tls-cert and --tls-key (docs/security.md)");
+        reporter->OnCommit(request);  // queues ended runs only: never waits
   }
 
   // gRPC first: /api/v1/info tells clients the port it is bound to.
@@ -411,7 +440,6 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   info.grpc_address =
       grpc_address.substr(0, grpc_address.rfind(':') + 1) + std::to_string(p->grpc_port);
   info.grpc_tls = config.tls();
-  p->querier = std::make_unique<query::LocalQuerier>(*p->engine);
   p->api = std::make_unique<api::ApiContext>(api::ApiContext{*p->engine,
                                                              *p->querier,
                                                              *p->ingestor,
@@ -434,6 +462,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
       api::ClusterInfo info;
       info.node = std::move(v.node);
       info.partitions = v.partitions;
+  p->api->report_store = p->reports.get();
       info.members = std::move(v.members);
       info.owned = std::move(v.owned);
       info.owners = std::move(v.owners);
@@ -516,3 +545,4 @@ Status Server::Shutdown() {
 }
 
 }  // namespace trainwatch::server
+  parts_->reporter->Stop();  // the reports of runs ended so far, while the engine is open
