@@ -198,7 +198,7 @@ void Engine::ApplyRunBatch(uint64_t lsn, const v1::RunBatch& batch, WriteOutcome
 
 ApplyOutcome Engine::ApplyPoint(Series& series, const Point& p) {
   if (!series.has_latest || p.step > series.latest.step) {
-    series.head.push_back(p);
+    series.AppendToHead(p);
     series.latest = p;
     series.has_latest = true;
     return ApplyOutcome::kAppended;
@@ -215,18 +215,18 @@ ApplyOutcome Engine::ApplyPoint(Series& series, const Point& p) {
   if (existing) {
     if (SameBits(existing->value, p.value)) return ApplyOutcome::kDuplicate;
     series.RewindAt(p.step);
-    series.head.push_back(p);
+    series.AppendToHead(p);
     series.latest = p;
     series.has_latest = true;
     return ApplyOutcome::kRewound;
   }
-  series.head.insert(in_head, p);
+  series.InsertIntoHead(in_head, p);
   return ApplyOutcome::kFilledIn;
 }
 
 void Engine::ApplyClockPoint(Series& clock, const Point& p) {
   if (!clock.has_latest || p.step > clock.latest.step) {
-    clock.head.push_back(p);
+    clock.AppendToHead(p);
     clock.latest = p;
     clock.has_latest = true;
     return;
@@ -235,7 +235,7 @@ void Engine::ApplyClockPoint(Series& clock, const Point& p) {
                                   [](const Point& q, int64_t s) { return q.step < s; });
   if (in_head != clock.head.end() && in_head->step == p.step) return;
   if (FindVisibleInChunks(clock, p.step)) return;
-  clock.head.insert(in_head, p);
+  clock.InsertIntoHead(in_head, p);
 }
 
 void Engine::ApplyMetadata(Run& run, const v1::RunMetadata& meta) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstddef>
 
 namespace trainwatch::storage {
 
@@ -30,6 +31,15 @@ bool Series::ReadLatest(Point* out) const {
   }
 }
 
+void Series::InsertIntoHead(std::vector<Point>::iterator at, const Point& p) {
+  if (head.size() == head.capacity()) {
+    const size_t offset = static_cast<size_t>(at - head.begin());
+    head.reserve(head.size() + std::max(kMinHeadGrowth, head.size() / 4));
+    at = head.begin() + static_cast<std::ptrdiff_t>(offset);
+  }
+  head.insert(at, p);
+}
+
 void Series::RewindAt(int64_t step) {
   auto first_hidden = std::lower_bound(head.begin(), head.end(), step,
                                        [](const Point& p, int64_t s) { return p.step < s; });
@@ -41,7 +51,8 @@ void Series::RewindAt(int64_t step) {
   rewinds.push_back(Rewind{gen, step});
   for (ChunkRef& chunk : chunks) {
     if (chunk.superseded || chunk.gen >= gen) continue;
-    if (chunk.summary.last_step >= step) chunk.hidden_from_step = std::min(chunk.hidden_from_step, step);
+    if (chunk.summary.last_step >= step)
+      chunk.hidden_from_step = std::min(chunk.hidden_from_step, step);
   }
   has_latest = false;
   if (!head.empty()) {
