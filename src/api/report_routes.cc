@@ -83,24 +83,29 @@ void HandleReport(ApiContext& ctx, HttpRequest&& req, Responder respond) {
   respond(std::move(response));
 }
 
-// The run's stored report, or the error to answer with.
-Result<report::StoredReportInfo> StoredInfo(ApiContext& ctx, const HttpRequest& req) {
-  const std::string project = req.Param("project", "default"), run = req.Param("run");
-  if (run.empty()) return Status::InvalidArgument("query parameter 'run' is required");
-  if (ctx.report_store == nullptr) {
-    return Status::NotFound("no stored report for run '" + run + "' in project '" + project + "'");
-  }
+// The run of the request's `project` and `run` parameters, or the error to answer with.
+Result<storage::RunKey> StoredRun(ApiContext& ctx, const HttpRequest& req) {
+  storage::RunKey key{req.Param("project", "default"), req.Param("run")};
+  if (key.run.empty()) return Status::InvalidArgument("query parameter 'run' is required");
   // A deleted run's report is gone with it, whatever is left on disk.
-  TW_RETURN_IF_ERROR(ctx.querier.GetRun({project, run}).status());
-  return ctx.report_store->Info(project, run);
+  TW_RETURN_IF_ERROR(ctx.querier.GetRun(key).status());
+  return key;
+}
+
+Result<report::StoredReportInfo> StoredInfo(ApiContext& ctx, const storage::RunKey& key) {
+  if (ctx.report_store == nullptr) {
+    return Status::NotFound("no stored report for run '" + key.run + "' in project '" +
+                            key.project + "'");
+  }
+  return ctx.report_store->Info(key.project, key.run);
 }
 
 void HandleStoredReport(ApiContext& ctx, HttpRequest&& req, Responder respond) {
-  Result<report::StoredReportInfo> info = StoredInfo(ctx, req);
-  if (!info.ok()) {
-    return respond(HttpResponse::Error(HttpStatusOf(info.status()), info.status().message()));
-  }
-  Result<std::string> html = ctx.report_store->Html(info->project, info->run);
+  Result<storage::RunKey> key = StoredRun(ctx, req);
+  Result<report::StoredReportInfo> info =
+      key.ok() ? StoredInfo(ctx, *key) : Result<report::StoredReportInfo>(key.status());
+  Result<std::string> html =
+      info.ok() ? ctx.report_store->Html(info->project, info->run) : info.status();
   if (!html.ok()) {
     return respond(HttpResponse::Error(HttpStatusOf(html.status()), html.status().message()));
   }
@@ -115,17 +120,24 @@ void HandleStoredReport(ApiContext& ctx, HttpRequest&& req, Responder respond) {
   respond(std::move(response));
 }
 
+// Whether the run has a stored report, and what it is about: 200 either way for a run that exists
+// (the dashboard asks for every run it shows).
 void HandleStoredReportInfo(ApiContext& ctx, HttpRequest&& req, Responder respond) {
-  Result<report::StoredReportInfo> info = StoredInfo(ctx, req);
-  if (!info.ok()) {
+  Result<storage::RunKey> key = StoredRun(ctx, req);
+  if (!key.ok()) {
+    return respond(HttpResponse::Error(HttpStatusOf(key.status()), key.status().message()));
+  }
+  nlohmann::json body = {{"project", key->project}, {"run", key->run}, {"stored", false}};
+  Result<report::StoredReportInfo> info = StoredInfo(ctx, *key);
+  if (info.ok()) {
+    body["stored"] = true;
+    body["status"] = info->status;
+    body["run_end_time"] = info->run_end_time;
+    body["generated_at"] = info->generated_at;
+    body["bytes"] = info->bytes;
+  } else if (info.status().code() != StatusCode::kNotFound) {
     return respond(HttpResponse::Error(HttpStatusOf(info.status()), info.status().message()));
   }
-  nlohmann::json body = {{"project", info->project},
-                         {"run", info->run},
-                         {"status", info->status},
-                         {"run_end_time", info->run_end_time},
-                         {"generated_at", info->generated_at},
-                         {"bytes", info->bytes}};
   respond(HttpResponse::Json(200, body.dump() + "\n"));
 }
 

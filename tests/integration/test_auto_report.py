@@ -6,10 +6,13 @@ gets one report, once every rank has finished."""
 import html as htmllib
 import json
 import math
+import os
 
+import jsonschema
 import pytest
 
-from harness import ingest_pb, wait_until
+from conftest import REPO
+from harness import ingest_pb
 from receivers import HttpReceiver
 
 EXTERNAL_URL = "http://tw.example:8080"
@@ -81,7 +84,12 @@ def stored(server, project, run):
 
 
 def stored_info(server, project, run, expect=200):
-    return server.get_json("/api/v1/report/stored/info", {"project": project, "run": run}, expect=expect)
+    info = server.get_json("/api/v1/report/stored/info", {"project": project, "run": run}, expect=expect)
+    with open(os.path.join(REPO, "schema", "api.schema.json")) as f:
+        schema = json.load(f)
+    sub = {"$schema": schema["$schema"], "$defs": schema["$defs"], "$ref": "#/$defs/StoredReport"}
+    jsonschema.Draft202012Validator(sub).validate(info)  # the schema the dashboard's types come from
+    return info
 
 
 def stored_url(project, run):
@@ -130,16 +138,20 @@ def test_finished_run_gets_a_stored_report_linked_in_its_notification(server_fac
     text = r.body.decode()
     check_report_html(text, "auto-a", "r1", "first run (r1)", "finished")
     info = stored_info(server, "auto-a", "r1")
-    assert info["status"] == "finished" and info["bytes"] == len(r.body), info
+    assert info["stored"] and info["status"] == "finished" and info["bytes"] == len(r.body), info
     assert info["run_end_time"] == server.get_json("/api/v1/run", {"project": "auto-a", "run": "r1"})["end_time"]
 
     # The project that is not configured: no report, no notification.
     missing = stored(server, "other", "r-other")
     assert missing.status == 404, missing
     assert json.loads(missing.body)["error"] == "no stored report for run 'r-other' in project 'other'"
+    assert stored_info(server, "other", "r-other") == {"project": "other", "run": "r-other", "stored": False}
     assert report_bodies(hook, project="other") == []
-    # An unknown run is the run's 404.
+    # An unknown run is the run's 404, on both routes.
     assert stored(server, "auto-a", "nope").status == 404
+    assert json.loads(stored(server, "auto-a", "nope").body)["error"] == "no run 'nope' in project 'auto-a'"
+    info_missing = server.get("/api/v1/report/stored/info", {"project": "auto-a", "run": "nope"})
+    assert info_missing.status == 404, info_missing
     assert stored(server, "auto-a", "").status == 400
 
     # The stored report survives a restart, byte for byte, and is not made again.

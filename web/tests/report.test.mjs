@@ -1,6 +1,7 @@
 // Browser tests of training reports (docs/reports.md): the HTML file GET /api/v1/report answers,
 // opened from disk in Chromium with the network off (every section present, the chart SVGs drawn,
-// no request made), and the run view's Report button that downloads it.
+// no request made), and the run view's Report button that downloads it; the report stored when a
+// run ended (the alerting file's `reports:` section) and the run view's "Stored report" button.
 // Run: scripts/test_browser.sh [build-dir]
 import assert from 'node:assert/strict';
 import fsp from 'node:fs/promises';
@@ -12,7 +13,7 @@ const PROJECT = 'reports';
 const SECTIONS = ['summary', 'charts', 'alerts', 'config', 'system'];
 
 /** A demo-like run: loss, accuracy, lr, phase timers, system and GPU samples; NaN from `nanAt`. */
-function run(name, lr, nanAt = null) {
+function run(name, lr, nanAt = null, status = 'finished') {
   const out = [];
   for (let step = 0; step < 400; step++) {
     let loss = 2 * Math.exp(-step / 120) + 0.05 * Math.sin(step * 0.7) + 0.1;
@@ -21,7 +22,7 @@ function run(name, lr, nanAt = null) {
     if (step % 40 === 39) metrics.val_accuracy = Math.min(0.99, 0.5 + step / 800);
     const line = { project: PROJECT, run: name, step, time: T0 + step * 0.1, metrics };
     if (step === 0) Object.assign(line, { config: { optim: { lr }, model: { hidden: 64 } }, host: 'box-1' });
-    if (step === 399) line.status = 'finished';
+    if (step === 399) line.status = status;
     out.push(line);
     if (step % 10 === 0) {
       out.push({ project: PROJECT, run: name, step: step / 10, time: T0 + step * 0.1, metrics: {
@@ -33,12 +34,19 @@ function run(name, lr, nanAt = null) {
 }
 
 const suite = browserSuite({
+  // Finished runs of this project get a stored report; 'blowup' crashes and gets none.
+  alerting: 'reports:\n  - {projects: [reports], statuses: [finished]}\n',
   setup: async (server) => {
-    await server.write([...run('mlp', 0.05), ...run('mlp-lr5', 0.5), ...run('blowup', 0.05, 300)]);
+    // 'blowup' ends before 'mlp-lr5': had it been queued for a report, it would be stored first.
+    await server.write([...run('mlp', 0.05), ...run('blowup', 0.05, 300, 'crashed'), ...run('mlp-lr5', 0.5)]);
     await poll(async () => {
       const r = await fetch(`${server.url}/api/v1/alerts?project=${PROJECT}&run=blowup`);
       return (await r.json()).alerts.some((a) => a.kind === 'nan');
     }, { timeout: 20000, what: "the nan alert on 'blowup'" });
+    await poll(async () => {
+      const r = await fetch(`${server.url}/api/v1/report/stored/info?project=${PROJECT}&run=mlp-lr5`);
+      return (await r.json()).stored;
+    }, { timeout: 20000, what: "the stored reports of the finished runs" });
   },
 });
 
@@ -124,4 +132,27 @@ suite.test('the run view has a Report button that downloads the report', async (
   for (const s of SECTIONS) assert.ok(html.includes(`data-section="${s}"`), s);
   assert.ok(html.includes('Training report: mlp'));
   assert.equal(await byTestId(page, 'report-error').count(), 0);
+});
+
+suite.test('the run view downloads the report stored when the run ended; a run without one has no button', async ({ open, snapshot }) => {
+  const page = await open(`/#/runs/${PROJECT}/mlp`);
+  const button = byTestId(page, 'report-stored');
+  await button.waitFor({ state: 'visible' });
+  assert.match(await button.getAttribute('title'), /stored when the run finished/);
+  await snapshot(page, 'run-view-stored-report');
+  const [download] = await Promise.all([page.waitForEvent('download'), button.click()]);
+  assert.equal(download.suggestedFilename(), 'report-mlp.finished.html');
+  const file = path.join(ARTIFACTS, 'report-stored.html');
+  await download.saveAs(file);
+  const html = await fsp.readFile(file, 'utf8');
+  for (const s of SECTIONS) assert.ok(html.includes(`data-section="${s}"`), s);
+  assert.ok(html.includes('Training report: mlp'));
+
+  // 'blowup' crashed: the policy names finished runs only. Its Report button shows; no stored one.
+  const other = await open(`/#/runs/${PROJECT}/blowup`);
+  await byTestId(other, 'report-html').waitFor({ state: 'visible' });
+  const info = await other.evaluate(async (p) => (await fetch(`/api/v1/report/stored/info?project=${p}&run=blowup`)).json(), PROJECT);
+  assert.deepEqual(info, { project: PROJECT, run: 'blowup', stored: false });
+  assert.equal(await byTestId(other, 'report-stored').count(), 0);
+  assert.equal(await byTestId(other, 'report-error').count(), 0);
 });

@@ -21,6 +21,7 @@ import type {
   SilenceRequest,
   SilenceResponse,
   SilencesResponse,
+  StoredReportResponse,
   TextsResponse,
   TokenResponse,
 } from './types'
@@ -180,6 +181,10 @@ export const api = {
   silence: (body: SilenceRequest) => post<SilenceResponse>('/api/v1/silences', body),
 
   silences: () => request<SilencesResponse>('/api/v1/silences'),
+
+  /** `GET /api/v1/report/stored/info`: whether a report was stored when the run ended, and which */
+  storedReport: (project: string, run: string, signal?: AbortSignal) =>
+    request<StoredReportResponse>(`/api/v1/report/stored/info${queryString({ project, run })}`, {}, signal),
 
   /** A GET of `path` with the query `params`, through the series' concurrency limit (the
    *  distributed-run answers of ./ranks.ts, which decodes them). */

@@ -38,6 +38,8 @@ export type SilencesResponse = schema.SilenceList
 export type InfoResponse = schema.ServerInfo
 /** `POST /api/v1/tokens` */
 export type TokenResponse = schema.Token
+/** `GET /api/v1/report/stored/info`: the report stored when the run ended */
+export type StoredReportResponse = schema.StoredReport
 export type ErrorResponse = schema.ErrorResponse
 export type LiveSubscribed = schema.LiveSubscribed
 export type LivePoints = schema.LivePoints
