@@ -120,6 +120,23 @@ TEST_F(EngineCheckpointTest, ACheckpointWithNoNewerWritesLeavesNoWalBytesAndAKil
   EXPECT_EQ(Read("acc"), Expected(0, 10));
 }
 
+// A stopped engine (its last checkpoint comes after the log's Close) leaves no WAL bytes either:
+// a server at rest keeps its data in the store alone.
+TEST_F(EngineCheckpointTest, ACleanCloseLeavesNoWalBytes) {
+  Open();
+  Write("loss", 0, 1000);
+  EXPECT_GT(engine_->LogDiskBytes(), 0u);
+  ASSERT_TRUE(engine_->Close().ok());
+  auto files = WalFiles();
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_EQ(files[0].second, 0u) << files[0].first;
+  Open();
+  EXPECT_EQ(Read("loss"), Expected(0, 1000));
+  Write("loss", 1000, 1010);
+  Open();  // the destructor closes it again
+  EXPECT_EQ(Read("loss"), Expected(0, 1010));
+}
+
 // A write error stops the log (fail-stop, docs/format/wal.md): the engine says so, with the
 // reason, for /healthz to answer 503.
 TEST(EngineLogHealthTest, AWalWriteErrorIsReportedAsTheLogsHealth) {
@@ -132,8 +149,8 @@ TEST(EngineLogHealthTest, AWalWriteErrorIsReportedAsTheLogsHealth) {
   ASSERT_TRUE(wal.ok());
   auto store = ChunkStore::Open(dir.path() + "/store");
   ASSERT_TRUE(store.ok());
-  auto engine = Engine::Open(EngineOptions{}, std::move(*wal), std::move(*store), clock, logger,
-                             metrics);
+  auto engine =
+      Engine::Open(EngineOptions{}, std::move(*wal), std::move(*store), clock, logger, metrics);
   ASSERT_TRUE(engine.ok()) << engine.status().ToString();
   EXPECT_TRUE((*engine)->LogHealth().ok());
   fs.SetWriteError(Status::ResourceExhausted("injected: no space left on device"));
@@ -150,7 +167,8 @@ TEST(EngineLogHealthTest, AWalWriteErrorIsReportedAsTheLogsHealth) {
   EXPECT_FALSE(done.get_future().get().ok());
   Status health = (*engine)->LogHealth();
   EXPECT_FALSE(health.ok());
-  EXPECT_NE(health.ToString().find("no space left on device"), std::string::npos) << health.ToString();
+  EXPECT_NE(health.ToString().find("no space left on device"), std::string::npos)
+      << health.ToString();
   fs.SetWriteError(Status::Ok());
 }
 

@@ -251,15 +251,19 @@ Status WalLog::RetireLastSegment(uint64_t lsn) {
     TW_RETURN_IF_ERROR(synced);
   }
   uint64_t next_to_write;
+  bool written_all;  // closed and drained: no group will ever be written again
   {
     MutexLock lock(mu_);
-    if (!failure_.ok() || closing_ || segments_.empty() || segments_.back().bytes == 0) {
-      return Status::Ok();  // failed or closed: left to recovery; nothing to retire
+    if (!failure_.ok() || segments_.empty() || segments_.back().bytes == 0) {
+      return Status::Ok();  // failed: left to recovery; or nothing to retire
     }
     // With write_mu_ held no group is between the queue and the disk: every record before the
     // queue's first (or before next_lsn_) is written and synced, and none after it.
     next_to_write = queue_.empty() ? next_lsn_ : queue_.front().lsn;
     if (next_to_write > lsn) return Status::Ok();  // the last segment holds records still needed
+    // A closed log retires too (the engine's last checkpoint comes after the log's Close, so
+    // that a stopped server keeps no byte of what its store holds).
+    written_all = closing_ && queue_.empty();
   }
   // The active segment was synced by its last group (a failed one fail-stops the log), so closing
   // it needs no sync. Its successor exists on disk before any segment is deleted: recovery then
@@ -274,6 +278,9 @@ Status WalLog::RetireLastSegment(uint64_t lsn) {
   TW_ASSIGN_OR_RETURN(active_,
                       SegmentWriter::Create(fs_, SegmentPath(next_to_write), next_to_write));
   dir_dirty_ = true;
+  // Closed: dropped unflushed, so it stays the 0-byte placeholder whose name tells recovery the
+  // next LSN (its header would have gone out with its first group).
+  if (written_all) active_.reset();
   {
     MutexLock lock(mu_);
     stats_.bytes_written += kSegmentHeaderSize;  // buffered: written with the next group

@@ -314,6 +314,33 @@ TEST_F(WalLogTest, TruncateBeforeRetiresTheLastSegmentOnceEverythingInItIsCovere
   EXPECT_EQ(r.stats.lsn_gaps, 0u) << r.stats.report;
 }
 
+// The engine's last checkpoint comes after the log's Close: a closed, drained log retires its
+// last segment too, and the next open continues after it.
+TEST_F(WalLogTest, AClosedLogRetiresItsLastSegment) {
+  auto log = OpenLog();
+  EXPECT_EQ(AppendAll(*log, {"a", "b", "c"}), (std::vector<uint64_t>{1, 2, 3}));
+  log->Close();
+  ASSERT_TRUE(log->TruncateBefore(3).ok());  // 3 is still needed
+  EXPECT_THAT(SegmentNames(), ElementsAre(SegmentFileName(1)));
+  ASSERT_TRUE(log->TruncateBefore(4).ok());
+  EXPECT_THAT(SegmentNames(), ElementsAre(SegmentFileName(4)));
+  EXPECT_EQ(*fs_.FileSize(SegmentPath(4)), 0u);
+  EXPECT_EQ(log->DiskBytes(), 0u);
+  log.reset();
+  EXPECT_EQ(*fs_.FileSize(SegmentPath(4)), 0u) << "the placeholder stays empty after the close";
+  log = OpenLog();
+  EXPECT_EQ(log->NextLsn(), 4u);
+  Replayed empty = ReplayAll(*log, 4);
+  EXPECT_EQ(empty.records.size(), 0u);
+  EXPECT_EQ(empty.stats.lsn_gaps, 0u) << empty.stats.report;
+  EXPECT_EQ(AppendAll(*log, {"d"}), (std::vector<uint64_t>{4}));
+  log.reset();
+  log = OpenLog();
+  Replayed r = ReplayAll(*log, 1);
+  ASSERT_EQ(r.records.size(), 1u);
+  EXPECT_EQ(r.records[0], Rec(4, "d"));
+}
+
 // Records queued behind the writer when the truncation comes go to the new segment.
 TEST_F(WalLogTest, RetiringWhileRecordsAreQueuedKeepsThem) {
   auto log = OpenLog();
