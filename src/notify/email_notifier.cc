@@ -130,9 +130,11 @@ std::string EmailMessage(const Notification& n, const EmailOptions& options, dou
   body += "Run:       " + n.run + "\n";
   body += "Kind:      " + n.kind + "\n";
   body += "Name:      " + n.name + "\n";
-  body += "Metric:    " + (n.metric.empty() ? std::string("-") : n.metric) + "\n";
-  body += "Step:      " + std::to_string(n.step) + "\n";
-  body += "Value:     " + FormatNumber(n.value) + "\n";
+  if (n.kind != "run_report") {  // a run report is about the whole run
+    body += "Metric:    " + (n.metric.empty() ? std::string("-") : n.metric) + "\n";
+    body += "Step:      " + std::to_string(n.step) + "\n";
+    body += "Value:     " + FormatNumber(n.value) + "\n";
+  }
   body += "Time:      " + (std::isfinite(n.time) ? FormatRfc3339(n.time) : "unknown") + "\n";
   body += "Started:   " + FormatRfc3339(n.starts_at) + "\n";
   if (n.resolved()) body += "Ended:     " + FormatRfc3339(n.ends_at != 0 ? n.ends_at : now) + "\n";

@@ -20,6 +20,7 @@ namespace {
 
 using nlohmann::json;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // The verification a receiver does, written independently of WebhookSignature.
 std::string HmacHex(const std::string& key, const std::string& message) {
@@ -121,6 +122,28 @@ TEST(SlackNotifier, PostsTextAndColouredAttachment) {
   json resolved = json::parse(reqs[1].body);
   EXPECT_THAT(resolved["text"].get<std::string>(), HasSubstr("RESOLVED"));
   EXPECT_EQ(resolved["attachments"][0]["color"], "#2eb67d");
+}
+
+TEST(SlackNotifier, ARunReportLinksTheReport) {
+  Notification n = test::SampleNotification();
+  n.kind = n.name = "run_report";
+  n.metric = "";
+  n.labels = {{"run_status", "finished"}};
+  n.message = "run finished; report: http://tw/r";
+  n.report_url = "http://tw/api/v1/report/stored?project=p&run=r";
+  n.chart_url = "http://tw/#/runs/p/r";
+  auto body = nlohmann::json::parse(SlackPayload(n));
+  const std::string text = body["text"].get<std::string>();
+  EXPECT_EQ(text.rfind("REPORT run vision-resnet/run-7 finished: run finished", 0), 0u) << text;
+  EXPECT_THAT(text, HasSubstr("<http://tw/api/v1/report/stored?project=p&run=r|report>"));
+  EXPECT_THAT(text, Not(HasSubstr("(step")));
+  EXPECT_EQ(body["attachments"][0]["title_link"], n.report_url);
+  const std::string mail = EmailMessage(n, {"smtp://x", "tw@x", {"a@x"}}, 0, "id@x");
+  EXPECT_THAT(mail, HasSubstr("Subject: [trainwatch] REPORT run vision-resnet/run-7 finished"));
+  EXPECT_THAT(mail, HasSubstr("Report: " + n.report_url));
+  EXPECT_THAT(mail, Not(HasSubstr("Step:")));
+  auto am = nlohmann::json::parse(AlertmanagerPayload(n, 0));
+  EXPECT_EQ(am[0]["annotations"]["report_url"], n.report_url);
 }
 
 TEST(SlackNotifier, EscapesMarkup) {

@@ -55,15 +55,19 @@ json Field(const std::string& title, const std::string& value) {
 }  // namespace
 
 std::string SlackPayload(const Notification& n) {
-  std::string text =
-      Escape(Headline(n)) + ": " + Escape(n.message) + " (step " + std::to_string(n.step) + ")";
+  // A run report is about the whole run: no step, metric or value.
+  const bool run_report = n.kind == "run_report";
+  std::string text = Escape(Headline(n)) + ": " + Escape(n.message);
+  if (!run_report) text += " (step " + std::to_string(n.step) + ")";
   if (!n.chart_url.empty()) text += " <" + n.chart_url + "|chart>";
   if (!n.report_url.empty()) text += " <" + n.report_url + "|report>";
   json fields = json::array({Field("Project", n.project), Field("Run", n.run),
                              Field("Severity", n.severity), Field("Kind", n.kind)});
   if (!n.metric.empty()) fields.push_back(Field("Metric", n.metric));
-  fields.push_back(Field("Step", std::to_string(n.step)));
-  fields.push_back(Field("Value", FormatNumber(n.value)));
+  if (!run_report) {
+    fields.push_back(Field("Step", std::to_string(n.step)));
+    fields.push_back(Field("Value", FormatNumber(n.value)));
+  }
   for (const auto& [k, v] : n.labels) fields.push_back(Field(k, v));
   double ts = n.resolved() && n.ends_at != 0 ? n.ends_at : n.starts_at;
   // Within int64 (converting a double beyond it is undefined): outbox entries are read back from
