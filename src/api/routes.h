@@ -43,11 +43,11 @@ struct ApiContext {
   std::function<Status()> outbox_health;
   // The most points one raw /api/v1/series answer holds (the rest is paged with next_from).
   size_t max_raw_points = 1'000'000;
+  // The reports stored when runs ended (GET /api/v1/report/stored); null: those routes answer 404.
+  const report::ReportStore* report_store = nullptr;
 };
 
 void RegisterWriteRoutes(HttpServer& server, ApiContext& ctx);  // write_routes.cc
-  // The reports stored when runs ended (GET /api/v1/report/stored); null: those routes answer 404.
-  const report::ReportStore* report_store = nullptr;
 void RegisterRunRoutes(HttpServer& server, ApiContext& ctx);  // run_routes.cc (runs, run, metrics)
 void RegisterSeriesRoutes(HttpServer& server, ApiContext& ctx);   // series_routes.cc
 void RegisterExportRoutes(HttpServer& server, ApiContext& ctx);   // export_routes.cc

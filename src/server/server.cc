@@ -361,16 +361,6 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
         [alerts = p->alerts.get()](const std::vector<uint32_t>&) { alerts->RequestTakeOver(); });
   }
   p->alerts->Start();
-  p->engine->SetCommitListener(
-      [live = p->live.get(), alerts = p->alerts.get(), reporter = p->reporter.get(),
-       s3_blobs = p->s3_blobs.get(), mirror = p->influx_mirror.get()](
-          const v1::WriteRequest& request, const storage::WriteOutcome& outcome) {
-        if (outcome.duplicate_batch) return;
-        if (s3_blobs != nullptr &&
-            std::any_of(request.runs().begin(), request.runs().end(),
-                        [](const v1::RunBatch& b) { return b.images_size() > 0; }))
-          s3_blobs->Wake();
-        if (mirror != nullptr && outcome.points_written > 0) mirror->Offer(request);
   // The querier serves the API and the automatic reports.
   p->querier = std::make_unique<query::LocalQuerier>(*p->engine);
   p->reports =
@@ -392,9 +382,20 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
         });
   }
   p->reporter->Start();
+  p->engine->SetCommitListener(
+      [live = p->live.get(), alerts = p->alerts.get(), reporter = p->reporter.get(),
+       s3_blobs = p->s3_blobs.get(), mirror = p->influx_mirror.get()](
+          const v1::WriteRequest& request, const storage::WriteOutcome& outcome) {
+        if (outcome.duplicate_batch) return;
+        if (s3_blobs != nullptr &&
+            std::any_of(request.runs().begin(), request.runs().end(),
+                        [](const v1::RunBatch& b) { return b.images_size() > 0; }))
+          s3_blobs->Wake();
+        if (mirror != nullptr && outcome.points_written > 0) mirror->Offer(request);
         if (outcome.points_written > 0) live->Publish(request);
         // In a cluster every node applies and detects every run (the owner alone notifies).
         alerts->OnCommit(request);
+        reporter->OnCommit(request);  // queues ended runs only: never waits
       });
   if (p->cluster) p->cluster->Run();
 
@@ -405,7 +406,6 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
     log.Warn(
         "serving plaintext beyond loopback: keys and data cross the network in clear text; "
         "use --tls-cert and --tls-key (docs/security.md)");
-        reporter->OnCommit(request);  // queues ended runs only: never waits
   }
 
   // gRPC first: /api/v1/info tells clients the port it is bound to.
@@ -452,6 +452,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   p->api->keys = p->keys.get();
   p->api->audit = p->audit.get();
   p->api->max_raw_points = config.max_raw_points;
+  p->api->report_store = p->reports.get();
   p->api->tokens = p->tokens.get();
   p->api->outbox_health = [outbox = p->outbox.get()] { return outbox->Health(); };
   if (!config.alerting_file.empty())
@@ -462,7 +463,6 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
       api::ClusterInfo info;
       info.node = std::move(v.node);
       info.partitions = v.partitions;
-  p->api->report_store = p->reports.get();
       info.members = std::move(v.members);
       info.owned = std::move(v.owned);
       info.owners = std::move(v.owners);
@@ -536,6 +536,7 @@ Status Server::Shutdown() {
   parts_->liveness->Stop();
   if (parts_->cluster) parts_->cluster->Stop();    // publishes drained, the applier stopped
   if (parts_->s3_blobs) parts_->s3_blobs->Stop();  // an upload in flight finishes first
+  parts_->reporter->Stop();  // the reports of runs ended so far, while the engine is open
   Status s = parts_->engine->Close();
   if (parts_->influx_mirror) parts_->influx_mirror->Stop();  // after the last commits
   parts_->alerts->Stop();  // after the engine: the last commits' events are processed
@@ -545,4 +546,3 @@ Status Server::Shutdown() {
 }
 
 }  // namespace trainwatch::server
-  parts_->reporter->Stop();  // the reports of runs ended so far, while the engine is open
