@@ -339,7 +339,7 @@ INSTANTIATE_TEST_SUITE_P(
                   "alerts.yml:1: expected a mapping with detectors, projects, groups"},
         ErrorCase{"detectors: {}\nrule: 1\n",
                   "alerts.yml:2: unknown top-level key 'rule' (known: detectors, projects, groups, "
-                  "receivers, routes)"},
+                  "receivers, routes, reports)"},
         ErrorCase{"groups: []\ngroups: []\n", "alerts.yml:2: 'groups' appears twice"},
         // Found by fuzzing (fuzz/alerting_file): yaml-cpp keeps bytes that are not UTF-8 (and
         // makes some of a NUL), and GET /api/v1/rules then threw from nlohmann::json::dump.
