@@ -42,7 +42,7 @@ bool DecodeRefs(std::string_view data, BlobRefs* r) {
          in.GetFixed64(&r->size) && in.empty() && r->refs > 0;
 }
 
-Result<BlobRefs> GetRefs(rocksdb::DB& db, std::string_view sha256) {
+Result<BlobRefs> GetRefs(const StoreDb& db, std::string_view sha256) {
   std::string value;
   bool found;
   TW_RETURN_IF_ERROR(
@@ -121,21 +121,20 @@ Result<std::string> BlobStore::Get(std::string_view sha256) const {
 Result<std::vector<std::pair<std::string, std::string>>> BlobStore::LocalBlobs(
     std::string_view after, size_t limit) const {
   std::vector<std::pair<std::string, std::string>> out;
-  std::unique_ptr<rocksdb::Iterator> it(db_.NewIterator(rocksdb::ReadOptions()));
   const std::string start = BlobKeyOf('b', after);
-  for (it->Seek(start); it->Valid() && out.size() < limit; it->Next()) {
-    std::string_view key(it->key().data(), it->key().size());
-    if (key.empty() || key[0] != 'b') break;
-    if (!after.empty() && key == start) continue;
-    out.emplace_back(std::string(key.substr(1)), it->value().ToString());
-  }
-  TW_RETURN_IF_ERROR(FromRocks(it->status(), "listing the blobs held in the store"));
+  TW_RETURN_IF_ERROR(db_.Scan(
+      start,
+      [&](std::string_view key, std::string_view value) {
+        if (out.size() >= limit || key.empty() || key[0] != 'b') return false;
+        if (after.empty() || key != start) out.emplace_back(key.substr(1), value);
+        return true;
+      },
+      "listing the blobs held in the store"));
   return out;
 }
 
 Status BlobStore::DropLocalBytes(std::string_view sha256) {
-  return FromRocks(db_.Delete(rocksdb::WriteOptions(), BlobKeyOf('b', sha256)),
-                   "dropping a blob's bytes held in the store");
+  return db_.Delete(BlobKeyOf('b', sha256), "dropping a blob's bytes held in the store");
 }
 
 Result<bool> BlobStore::Has(std::string_view sha256) const {

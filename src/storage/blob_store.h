@@ -28,10 +28,12 @@
 
 namespace trainwatch::storage {
 
+class StoreDb;
+
 class BlobStore : public EntryReferences {
  public:
   // `db` must outlive this object.
-  explicit BlobStore(rocksdb::DB& db) : db_(db) {}
+  explicit BlobStore(StoreDb& db) : db_(db) {}
   BlobStore(const BlobStore&) = delete;
   BlobStore& operator=(const BlobStore&) = delete;
 
@@ -68,7 +70,7 @@ class BlobStore : public EntryReferences {
   Status Release(std::string_view sha256, uint64_t n, rocksdb::WriteBatch* batch,
                  BlobChange* change);
 
-  rocksdb::DB& db_;
+  StoreDb& db_;
   std::atomic<const RemoteBlobs*> remote_{nullptr};
 };
 

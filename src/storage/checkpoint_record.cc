@@ -12,9 +12,7 @@ using namespace store_internal;
 Status CheckpointRecord::Put(uint64_t lsn) {
   std::string value;
   PutFixed64(&value, lsn);
-  rocksdb::WriteOptions options;
-  options.sync = true;
-  return FromRocks(db_.Put(options, "m", value), "writing checkpoint");
+  return db_.Put("m", value, "writing checkpoint", /*sync=*/true);
 }
 
 Result<uint64_t> CheckpointRecord::Get() const {

@@ -8,16 +8,14 @@
 
 #include "common/status.h"
 
-namespace rocksdb {
-class DB;
-}
-
 namespace trainwatch::storage {
+
+class StoreDb;
 
 class CheckpointRecord {
  public:
   // `db` must outlive this object.
-  explicit CheckpointRecord(rocksdb::DB& db) : db_(db) {}
+  explicit CheckpointRecord(StoreDb& db) : db_(db) {}
   CheckpointRecord(const CheckpointRecord&) = delete;
   CheckpointRecord& operator=(const CheckpointRecord&) = delete;
 
@@ -27,7 +25,7 @@ class CheckpointRecord {
   Result<uint64_t> Get() const;
 
  private:
-  rocksdb::DB& db_;
+  StoreDb& db_;
 };
 
 }  // namespace trainwatch::storage

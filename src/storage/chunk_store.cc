@@ -5,11 +5,9 @@
 #include <cstdio>
 
 #include <rocksdb/db.h>
-#include <rocksdb/listener.h>
 #include <rocksdb/options.h>
 #include <rocksdb/write_batch.h>
 
-#include "common/mutex.h"
 #include "storage/binary_io.h"
 #include "storage/store_internal.h"
 
@@ -135,40 +133,8 @@ bool DecodeChunkHeader(std::string_view data, ChunkRef* c) {
 
 }  // namespace
 
-// Turns RocksDB's automatic recovery from a failed write off (the engine resumes the store on its
-// own clock, through Resume) and remembers a failed write of RocksDB's own log, from which Resume
-// refuses to resume (chunk_store.h).
-class ChunkStore::ErrorListener final : public rocksdb::EventListener {
- public:
-  void OnBackgroundError(rocksdb::BackgroundErrorReason reason, rocksdb::Status* error) override {
-    if (reason != rocksdb::BackgroundErrorReason::kWriteCallback &&
-        reason != rocksdb::BackgroundErrorReason::kMemTable) {
-      return;
-    }
-    MutexLock lock(mu_);
-    if (log_error_.ok()) log_error_ = FromRocks(*error, "writing RocksDB's own log");
-  }
-  void OnErrorRecoveryBegin(rocksdb::BackgroundErrorReason, rocksdb::Status,
-                            bool* auto_recovery) override {
-    *auto_recovery = false;
-  }
-  Status log_error() const {
-    MutexLock lock(mu_);
-    return log_error_;
-  }
-
- private:
-  mutable Mutex mu_;
-  Status log_error_ TW_GUARDED_BY(mu_);
-};
-
-ChunkStore::ChunkStore(std::unique_ptr<rocksdb::DB> db, std::shared_ptr<ErrorListener> listener)
-    : listener_(std::move(listener)),
-      db_(std::move(db)),
-      runs_(*db_),
-      blobs_(*db_),
-      writers_(*db_),
-      checkpoint_(*db_) {
+ChunkStore::ChunkStore(std::unique_ptr<StoreDb> db)
+    : db_(std::move(db)), runs_(*db_), blobs_(*db_), writers_(*db_), checkpoint_(*db_) {
   for (StepEntryType type : kAllStepEntryTypes) {
     const StepEntryKind& kind = KindOf(type);
     entries_[static_cast<size_t>(type)] =
@@ -188,25 +154,16 @@ Result<std::unique_ptr<ChunkStore>> ChunkStore::Open(const std::string& dir,
   options.max_background_jobs = 2;
   options.max_open_files = 512;
   options.info_log = std::make_shared<StderrInfoLog>();
-  // A failed write is resumed by the engine, on its clock (Resume), not by RocksDB's own threads.
-  auto listener = std::make_shared<ErrorListener>();
-  options.listeners.push_back(listener);
+  // A failed write is recovered by the engine, on its clock (Resume), not by RocksDB's own
+  // threads (StoreDb's listener turns them off too).
   options.max_bgerror_resume_count = 0;
-  rocksdb::DB* raw = nullptr;
-  rocksdb::Status s = rocksdb::DB::Open(options, dir, &raw);
-  if (!s.ok()) return FromRocks(s, "opening store " + dir);
-  return std::unique_ptr<ChunkStore>(
-      new ChunkStore(std::unique_ptr<rocksdb::DB>(raw), std::move(listener)));
+  TW_ASSIGN_OR_RETURN(std::unique_ptr<StoreDb> db, StoreDb::Open(dir, std::move(options)));
+  return std::unique_ptr<ChunkStore>(new ChunkStore(std::move(db)));
 }
 
-Status ChunkStore::Resume() {
-  if (Status log = listener_->log_error(); !log.ok()) {
-    return log.WithContext(
-        "the store cannot resume after a failed write of RocksDB's own log; restart the server "
-        "(its log's replay rebuilds what the store missed)");
-  }
-  return FromRocks(db_->Resume(), "resuming store");
-}
+Status ChunkStore::Resume() { return db_->Recover().WithContext("recovering store"); }
+
+uint64_t ChunkStore::Reopens() const { return db_->Reopens(); }
 
 Status ChunkStore::PutSeal(const SeriesRecord& series, const std::vector<StoredChunk>& chunks,
                            const std::vector<std::string>& encoded) {
@@ -217,12 +174,11 @@ Status ChunkStore::PutSeal(const SeriesRecord& series, const std::vector<StoredC
     batch.Put(ChunkKeyOf('d', c.series_id, c.ref.chunk_no), encoded[i]);
   }
   batch.Put(SeriesKeyOf(series.id), EncodeSeries(series));
-  return FromRocks(db_->Write(rocksdb::WriteOptions(), &batch), "writing sealed chunks");
+  return db_->Write(&batch, "writing sealed chunks");
 }
 
 Status ChunkStore::PutSeries(const SeriesRecord& series) {
-  return FromRocks(db_->Put(rocksdb::WriteOptions(), SeriesKeyOf(series.id), EncodeSeries(series)),
-                   "writing series record");
+  return db_->Put(SeriesKeyOf(series.id), EncodeSeries(series), "writing series record");
 }
 
 Status ChunkStore::DeleteChunks(const SeriesRecord& series,
@@ -233,7 +189,7 @@ Status ChunkStore::DeleteChunks(const SeriesRecord& series,
     batch.Delete(ChunkKeyOf('d', series.id, no));
   }
   batch.Put(SeriesKeyOf(series.id), EncodeSeries(series));
-  return FromRocks(db_->Write(rocksdb::WriteOptions(), &batch), "deleting chunks");
+  return db_->Write(&batch, "deleting chunks");
 }
 
 Status ChunkStore::DeleteSeries(SeriesId id) {
@@ -247,7 +203,7 @@ Status ChunkStore::DeleteSeries(SeriesId id) {
   batch.DeleteRange(from_c, to_c);
   batch.DeleteRange(from_d, to_d);
   batch.Delete(SeriesKeyOf(id));
-  return FromRocks(db_->Write(rocksdb::WriteOptions(), &batch), "deleting series");
+  return db_->Write(&batch, "deleting series");
 }
 
 Status ChunkStore::DeleteRun(const std::string& project, const std::string& run) {
@@ -256,17 +212,17 @@ Status ChunkStore::DeleteRun(const std::string& project, const std::string& run)
     if (!entries->kind().holds_references) entries->AddRunDeletion(project, run, &batch);
   }
   runs_.AddRunDeletion(project, run, &batch);
-  return FromRocks(db_->Write(rocksdb::WriteOptions(), &batch), "deleting run");
+  return db_->Write(&batch, "deleting run");
 }
 
 Result<std::string> ChunkStore::GetChunk(SeriesId id, uint32_t chunk_no) const {
   std::string value;
-  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), ChunkKeyOf('d', id, chunk_no), &value);
-  if (s.IsNotFound()) {
+  bool found = false;
+  TW_RETURN_IF_ERROR(db_->Get(ChunkKeyOf('d', id, chunk_no), &value, &found, "reading chunk"));
+  if (!found) {
     return Status::NotFound("chunk " + std::to_string(chunk_no) + " of series " +
                             std::to_string(id));
   }
-  TW_RETURN_IF_ERROR(FromRocks(s, "reading chunk"));
   return value;
 }
 
@@ -291,19 +247,27 @@ Status ChunkStore::ForEachChunk(const std::function<Status(StoredChunk)>& fn) co
   });
 }
 
-Status ChunkStore::Sync() { return FromRocks(db_->FlushWAL(/*sync=*/true), "syncing store"); }
+Status ChunkStore::Sync() {
+  return db_->With(
+      [](rocksdb::DB& db) { return FromRocks(db.FlushWAL(/*sync=*/true), "syncing store"); });
+}
 
 uint64_t ChunkStore::DiskBytes() const {
   uint64_t sst = 0, wal = 0;
-  db_->GetIntProperty("rocksdb.total-sst-files-size", &sst);
-  db_->GetIntProperty("rocksdb.cur-size-all-mem-tables", &wal);
+  (void)db_->With([&](rocksdb::DB& db) {
+    db.GetIntProperty("rocksdb.total-sst-files-size", &sst);
+    db.GetIntProperty("rocksdb.cur-size-all-mem-tables", &wal);
+    return Status::Ok();
+  });
   return sst + wal;
 }
 
 Status ChunkStore::CompactAll() {
-  TW_RETURN_IF_ERROR(FromRocks(db_->Flush(rocksdb::FlushOptions()), "flushing store"));
-  return FromRocks(db_->CompactRange(rocksdb::CompactRangeOptions(), nullptr, nullptr),
-                   "compacting store");
+  return db_->With([](rocksdb::DB& db) {
+    TW_RETURN_IF_ERROR(FromRocks(db.Flush(rocksdb::FlushOptions()), "flushing store"));
+    return FromRocks(db.CompactRange(rocksdb::CompactRangeOptions(), nullptr, nullptr),
+                     "compacting store");
+  });
 }
 
 }  // namespace trainwatch::storage

@@ -10,8 +10,9 @@
 //   writers()     "w"                  writer sequences (writer_sequences.h)
 //   checkpoint()  "m"                  the checkpoint LSN (checkpoint_record.h)
 // Writes are not synced one by one; Sync() makes everything written so far durable, and the engine
-// calls it before the write-ahead log forgets anything. Thread-safe (the parts say what their
-// callers serialise).
+// calls it before the write-ahead log forgets anything. The database sits behind StoreDb
+// (store_db.h), which Resume may close and open again in the process; the parts reach it only
+// through that. Thread-safe (the parts say what their callers serialise).
 #pragma once
 
 #include <array>
@@ -28,10 +29,10 @@
 #include "storage/series.h"
 #include "storage/step_entry.h"
 #include "storage/step_entry_store.h"
+#include "storage/store_db.h"
 #include "storage/writer_sequences.h"
 
 namespace rocksdb {
-class DB;
 class Env;
 }  // namespace rocksdb
 
@@ -105,25 +106,26 @@ class ChunkStore {
 
   // Makes every write so far durable.
   Status Sync();
-  // After a failed write (a full disk, EIO) RocksDB refuses every write until it is resumed; this
-  // resumes it (flushing what the failure left in memory): the engine's sealer calls it on its
-  // clock (RocksDB's own automatic recovery is off). OK when there was nothing to resume; else the
-  // error that still stands. After a failed write of RocksDB's own log (WAL append or sync) it
-  // refuses, with that error: RocksDB 7.8 would resume without leaving the failed log file when its
-  // memtable was empty, and the next write would fail for good (abort the process, in Debian's
-  // build, on an assertion). Only a restart recovers the store then; the replay of the trainwatch
-  // log rebuilds what it missed.
+  // After a failed write (a full disk, EIO) RocksDB refuses every write until it is recovered; this
+  // recovers it in the process once the disk takes writes again (StoreDb::Recover): DB::Resume()
+  // after a failed table file or MANIFEST write, and a close and open of the database after a
+  // failed write of RocksDB's own log (RocksDB 7.8's Resume() could keep writing to the failed log
+  // file, store_db.h), which starts a new log file before any new write. The engine calls it on its
+  // clock, from the sealer's retry and before each checkpoint (RocksDB's own automatic recovery is
+  // off). OK at once when no write has failed; else the error that still stands, and the caller
+  // tries again later. Writes the store acknowledged before the failure are kept; one that failed
+  // was refused to its caller, and the engine's log still holds it.
   Status Resume();
+  // How many times Resume opened the database again (tests).
+  uint64_t Reopens() const;
   // Bytes of the database files on disk (live SST + memtables' WAL).
   uint64_t DiskBytes() const;
   // Compacts everything (benchmarks measure the settled size).
   Status CompactAll();
 
  private:
-  class ErrorListener;
-  ChunkStore(std::unique_ptr<rocksdb::DB> db, std::shared_ptr<ErrorListener> listener);
-  std::shared_ptr<ErrorListener> listener_;  // the failed writes RocksDB reported
-  std::unique_ptr<rocksdb::DB> db_;
+  explicit ChunkStore(std::unique_ptr<StoreDb> db);
+  std::unique_ptr<StoreDb> db_;  // the parts below hold a reference to it
   RunCatalog runs_;
   BlobStore blobs_;
   WriterSequences writers_;

@@ -316,6 +316,9 @@ void Engine::SealerLoop() {
       lock.Unlock();
       status = store_->Resume();
       if (status.ok()) status = PersistSeal(*job, &sealed_since_sync);
+      // The store is back: what the apply path failed to write meanwhile goes in now, not at the
+      // next checkpoint (which writes it again if this fails).
+      if (status.ok()) (void)RetryRefusedWrites();
     }
     InstallSeal(*job);
     {
@@ -423,40 +426,93 @@ void Engine::NoteUnpersistedRun(const RunKey& run, const Status& s) {
                 {{"run", run.run}, {"error", s.ToString()}});
   MutexLock lock(sealer_mu_);
   unpersisted_runs_.insert(run);
+  NoteApplyStoreError(s.WithContext("persisting the record of run " + run.run));
+}
+
+void Engine::NoteUnpersistedRank(const RunKey& run, uint32_t rank, const Status& s) {
+  logger_.Error("persisting rank; written again at the next checkpoint",
+                {{"run", run.run}, {"rank", rank}, {"error", s.ToString()}});
+  MutexLock lock(sealer_mu_);
+  unpersisted_ranks_.emplace(run, rank);
+  NoteApplyStoreError(s.WithContext("persisting a rank of run " + run.run));
+}
+
+void Engine::NoteUnpersistedGraph(const RunKey& run, std::string json, const Status& s) {
+  logger_.Error("persisting graph; written again at the next checkpoint",
+                {{"run", run.run}, {"error", s.ToString()}});
+  MutexLock lock(sealer_mu_);
+  unpersisted_graphs_[run] = std::move(json);
+  NoteApplyStoreError(s.WithContext("persisting the graph of run " + run.run));
 }
 
 void Engine::NoteApplyStoreError(const Status& s) {
-  MutexLock lock(sealer_mu_);
   if (apply_store_error_.ok()) {
     apply_store_error_ = s.WithContext(
-        "a store write failed while applying the log; checkpoints wait for a restart, whose "
-        "replay writes it again");
+        "a store write failed while applying the log; written again at the next "
+        "checkpoint, which waits for it");
   }
 }
 
-Status Engine::RetryRunRecords() {
-  std::set<RunKey> keys;
+Status Engine::RetryRefusedWrites() {
+  std::set<RunKey> runs;
+  std::set<std::pair<RunKey, uint32_t>> ranks;
   {
     MutexLock lock(sealer_mu_);
-    if (!apply_store_error_.ok()) return apply_store_error_;
-    keys = unpersisted_runs_;
+    runs = unpersisted_runs_;
+    ranks = unpersisted_ranks_;
   }
-  for (const RunKey& key : keys) {
-    std::string json;
+  // Run and rank records as they are now, under runs_mu_: the applier changes them, and writes
+  // them, only under it exclusively, so a newer record never lands before this older one.
+  for (const RunKey& key : runs) {
     {
       ReaderMutexLock lock(runs_mu_);
       auto it = runs_.find(key);
-      if (it != runs_.end()) json = it->second->info.ToJson().dump();
-    }
-    if (!json.empty()) {
-      TW_RETURN_IF_ERROR(store_->runs()
-                             .PutRun(key.project, key.run, json)
-                             .WithContext("persisting the record of run " + key.run));
+      if (it != runs_.end()) {  // else deleted meanwhile
+        TW_RETURN_IF_ERROR(store_->runs()
+                               .PutRun(key.project, key.run, it->second->info.ToJson().dump())
+                               .WithContext("persisting the record of run " + key.run));
+      }
     }
     MutexLock lock(sealer_mu_);
     unpersisted_runs_.erase(key);
   }
-  return Status::Ok();
+  for (const auto& [key, rank] : ranks) {
+    {
+      ReaderMutexLock lock(runs_mu_);
+      auto it = runs_.find(key);
+      auto state = it != runs_.end() ? it->second->ranks.find(rank)
+                                     : std::map<uint32_t, RankState>::iterator();
+      if (it != runs_.end() && state != it->second->ranks.end()) {
+        TW_RETURN_IF_ERROR(store_->runs()
+                               .PutRank(key.project, key.run, rank, state->second.ToJson().dump())
+                               .WithContext("persisting a rank of run " + key.run));
+      }
+    }
+    MutexLock lock(sealer_mu_);
+    unpersisted_ranks_.erase({key, rank});
+  }
+  {
+    MutexLock graphs_lock(graphs_mu_);
+    std::map<RunKey, std::string> graphs;
+    {
+      MutexLock lock(sealer_mu_);
+      graphs = unpersisted_graphs_;
+    }
+    for (const auto& [key, json] : graphs) {
+      TW_RETURN_IF_ERROR(store_->runs()
+                             .PutGraph(key.project, key.run, json)
+                             .WithContext("persisting the graph of run " + key.run));
+      MutexLock lock(sealer_mu_);
+      unpersisted_graphs_.erase(key);
+    }
+  }
+  TW_RETURN_IF_ERROR(RetryRefusedEntries());
+  MutexLock lock(sealer_mu_);
+  bool waiting =
+      !unpersisted_runs_.empty() || !unpersisted_ranks_.empty() || !unpersisted_graphs_.empty();
+  for (const auto& entries : unpersisted_entries_) waiting = waiting || !entries.empty();
+  if (!waiting) apply_store_error_ = Status::Ok();
+  return apply_store_error_;
 }
 
 void Engine::CheckpointerLoop() {
@@ -467,8 +523,9 @@ void Engine::CheckpointerLoop() {
                                   return checkpointer_stop_ || checkpoint_requested_.load();
                                 });
     if (checkpointer_stop_) return;
-    // On a timer, only if something was written since the last checkpoint.
-    if (!woken && !written_since_checkpoint_.load()) continue;
+    // On a timer, only if something was written since the last checkpoint, or while the store
+    // is degraded: the checkpoint recovers it and writes what it refused.
+    if (!woken && !written_since_checkpoint_.load() && StoreHealth().ok()) continue;
     lock.Unlock();
     Status s = Checkpoint();
     if (!s.ok()) logger_.Error("checkpoint failed", {{"error", s.ToString()}});
@@ -511,9 +568,12 @@ Status Engine::Checkpoint() {
 
 Status Engine::PersistCheckpoint(uint64_t lsn,
                                  const std::vector<std::pair<std::string, uint64_t>>& writers) {
+  // A store write that failed since (here, or in the apply path with no seal behind it) is
+  // recovered first, once the disk takes writes again; the sealer recovers it on its own clock too.
+  TW_RETURN_IF_ERROR(store_->Resume().WithContext("keeping the log"));
   TW_RETURN_IF_ERROR(
       AwaitSealerOrError().WithContext("sealed chunks failed to persist; keeping the log"));
-  TW_RETURN_IF_ERROR(RetryRunRecords().WithContext("keeping the log"));
+  TW_RETURN_IF_ERROR(RetryRefusedWrites().WithContext("keeping the log"));
   // Unsynced writes reach the disk in no particular order, so what claims coverage goes in only
   // once what it covers is durable: a writer sequence durable before the chunks holding its batch
   // would make replay skip that batch as a duplicate (the crash test lost acknowledged points so).

@@ -23,6 +23,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -219,8 +220,10 @@ class Engine {
   uint64_t LogDiskBytes() const { return log_->DiskBytes(); }
   // OK while the write-ahead log accepts appends; else the error that stopped it.
   Status LogHealth() const { return log_->Health(); }
-  // OK while sealed chunks reach the store; else the error its last write failed with (the sealer
-  // retries, and checkpoints are refused, until it succeeds).
+  // OK while the store takes writes; else the error its last write failed with: a seal (the
+  // sealer retries it on the clock) or a write of the apply path (written again by the next
+  // checkpoint). Checkpoints are refused meanwhile. The store is recovered in the process once the
+  // disk takes writes again (ChunkStore::Resume), with no restart.
   Status StoreHealth() const;
   // Waits until every chunk sealed so far is persisted (tests, benchmarks).
   void WaitForSealer();
@@ -324,13 +327,22 @@ class Engine {
   // WaitForSealer, but returns the store's error instead of waiting while the sealer retries a
   // seal that failed (a checkpoint then fails rather than blocks).
   Status AwaitSealerOrError();
-  // A store write of the apply path failed: `run`'s record (written again at the next checkpoint),
-  // or something only a restart writes again (apply_store_error_).
+  // A store write of the apply path failed (a full or failing disk): `run`'s record, a rank's
+  // record, a graph or a per-step entry. Each is remembered and written again by the next
+  // checkpoint (RetryRefusedWrites); StoreHealth reports the error meanwhile.
   void NoteUnpersistedRun(const RunKey& run, const Status& s) TW_EXCLUDES(sealer_mu_);
-  void NoteApplyStoreError(const Status& s) TW_EXCLUDES(sealer_mu_);
-  // Writes the run records whose write failed again; the first error if one fails again, or the
-  // apply path's error that only a restart clears.
-  Status RetryRunRecords() TW_EXCLUDES(sealer_mu_, runs_mu_);
+  void NoteUnpersistedRank(const RunKey& run, uint32_t rank, const Status& s)
+      TW_EXCLUDES(sealer_mu_);
+  // Whoever calls these holds the mutex that serialises writes of that kind.
+  void NoteUnpersistedGraph(const RunKey& run, std::string json, const Status& s)
+      TW_REQUIRES(graphs_mu_) TW_EXCLUDES(sealer_mu_);
+  void NoteApplyStoreError(const Status& s) TW_REQUIRES(sealer_mu_);
+  // Writes again what the apply path failed to write: the run and rank records as they are now,
+  // the newest refused graph of each run, each refused per-step entry that no later write
+  // replaced. Returns the first error if one fails again (the rest wait for the next call); once
+  // nothing waits, StoreHealth no longer reports the apply path's error.
+  Status RetryRefusedWrites() TW_EXCLUDES(sealer_mu_, runs_mu_, entries_mu_, graphs_mu_);
+  Status RetryRefusedEntries() TW_EXCLUDES(sealer_mu_, entries_mu_);
   // Encodes (once) and writes a seal job, syncing the store first if the series has a seal that
   // is not yet synced (see SealerLoop). Runs on the sealer.
   Status PersistSeal(SealJob& job, std::unordered_set<SeriesId>* sealed_since_sync);
@@ -436,12 +448,28 @@ class Engine {
   bool sealer_busy_ TW_GUARDED_BY(sealer_mu_) = false;
   bool sealer_stop_ TW_GUARDED_BY(sealer_mu_) = false;
   Status store_error_ TW_GUARDED_BY(sealer_mu_);  // while the front job is retried
-  // Store writes of the apply path that failed (a full or failing disk). A run record is written
-  // again by the next checkpoint (RetryRunRecords); a new series' record by its seal; anything else
-  // (a graph, a rank, a per-step entry) only by a restart's replay, so until then checkpoints are
-  // refused with this error and StoreHealth reports it: the log keeps what the store lacks.
+  // Store writes of the apply path that failed (a full or failing disk), written again by the
+  // next checkpoint (RetryRefusedWrites), which is refused until they are in: the log keeps what
+  // the store lacks. A new series' record is written again by its seal.
   std::set<RunKey> unpersisted_runs_ TW_GUARDED_BY(sealer_mu_);
+  std::set<std::pair<RunKey, uint32_t>> unpersisted_ranks_ TW_GUARDED_BY(sealer_mu_);
+  // The newest refused graph of each run (graphs are not kept in memory otherwise).
+  std::map<RunKey, std::string> unpersisted_graphs_ TW_GUARDED_BY(sealer_mu_);
+  // Refused per-step entries, by kind and place (project, run, name, step, index); a later write
+  // at the same place that succeeds drops one.
+  struct UnpersistedEntry {
+    double time = 0;
+    std::string value;
+    std::string payload;
+  };
+  using EntryPlace = std::tuple<std::string, std::string, std::string, int64_t, uint32_t>;
+  std::array<std::map<EntryPlace, UnpersistedEntry>, kStepEntryTypes> unpersisted_entries_
+      TW_GUARDED_BY(sealer_mu_);
+  // The first error of the writes above while any waits; StoreHealth reports it.
   Status apply_store_error_ TW_GUARDED_BY(sealer_mu_);
+  // Serialises graph writes: the applier's and RetryRefusedWrites' (an older refused graph must
+  // not land after a newer one).
+  Mutex graphs_mu_;
   std::thread sealer_;
 
   // Held through a whole Checkpoint(): the checkpointer's, an explicit one and Close's never

@@ -241,10 +241,14 @@ void Engine::ApplyClockPoint(Series& clock, const Point& p) {
 void Engine::ApplyMetadata(Run& run, const v1::RunMetadata& meta) {
   if (meta.has_graph_json()) {
     // Stored before the run record that says it is there; outside runs_mu_ (it may be megabytes).
-    Status s = store_->runs().PutGraph(run.info.project, run.info.id, meta.graph_json());
+    MutexLock graphs_lock(graphs_mu_);
+    const RunKey key{run.info.project, run.info.id};
+    Status s = store_->runs().PutGraph(key.project, key.run, meta.graph_json());
     if (!s.ok()) {
-      logger_.Error("persisting graph", {{"error", s.ToString()}});
-      NoteApplyStoreError(s.WithContext("persisting the graph of run " + run.info.id));
+      NoteUnpersistedGraph(key, meta.graph_json(), s);
+    } else {
+      MutexLock lock(sealer_mu_);
+      unpersisted_graphs_.erase(key);  // a newer graph is in: the refused one must not follow
     }
   }
   WriterMutexLock lock(runs_mu_);
@@ -330,10 +334,7 @@ bool Engine::ApplyRank(Run& run, const v1::RunBatch& batch) {
   }
   if (changed) {
     Status s = store_->runs().PutRank(run.info.project, run.info.id, r, changed->ToJson().dump());
-    if (!s.ok()) {
-      logger_.Error("persisting rank", {{"error", s.ToString()}});
-      NoteApplyStoreError(s.WithContext("persisting a rank of run " + run.info.id));
-    }
+    if (!s.ok()) NoteUnpersistedRank(RunKey{run.info.project, run.info.id}, r, s);
   }
   return run_finished;
 }

@@ -27,6 +27,7 @@
 #include "common/file_system.h"
 #include "common/mutex.h"
 #include "common/testing/fault_injection_fs.h"
+#include "common/testing/image_test_util.h"
 #include "common/testing/temp_dir.h"
 #include "storage/engine.h"
 #include "storage/rocksdb_fault_injection_fs.h"
@@ -246,8 +247,9 @@ namespace trainwatch::storage {
 namespace {
 
 // ENOSPC and EIO under the engine: the write-ahead log (refused with a clear code, resumes on the
-// clock once the disk takes writes again) and the store (seals retried, checkpoints refused
-// meanwhile); nothing acknowledged is lost, nothing doubled, no restart needed.
+// clock once the disk takes writes again) and the store (seals retried and refused writes kept,
+// checkpoints refused meanwhile, the store recovered in the process once the disk is back);
+// nothing acknowledged is lost, nothing doubled, no restart needed.
 class EngineDiskFaultTest : public ::testing::Test {
  public:
   EngineDiskFaultTest()
@@ -364,38 +366,69 @@ TEST_F(EngineDiskFaultTest, LogIoErrorRefusesWithUnavailableAndResumes) {
   ExpectBatches(3);
 }
 
-// The store's disk fills or fails under RocksDB's own log: writes still go to the log and memory
-// (acknowledged), the sealer keeps the refused seal and retries it on the clock, checkpoints are
-// refused (the log keeps everything) and StoreHealth says why. The store does not resume in the
-// same process after a failed write of RocksDB's own log (ChunkStore::Resume refuses: RocksDB 7.8
-// could keep writing to the failed log file), so it comes back with the next start: the log's
-// replay then rebuilds what the store missed, and every point is there.
-void StoreFaultThenRestart(EngineDiskFaultTest& t, rocksdb::IOStatus injected, StatusCode code) {
+// Cuts the power in both file systems (dropping what was not synced, or tearing it) and starts
+// again: the next lifetime must find every acknowledged batch.
+void PowerCutAndRestart(EngineDiskFaultTest& t, bool torn, uint64_t seed) {
+  Status wal_crash = torn ? t.wal_fs_.CrashWithTornWrites(seed) : t.wal_fs_.Crash();
+  ASSERT_TRUE(wal_crash.ok()) << wal_crash.ToString();
+  rocksdb::IOStatus rocks_crash =
+      torn ? t.rocks_fs_->CrashWithTornWrites(seed + 1) : t.rocks_fs_->Crash();
+  ASSERT_TRUE(rocks_crash.ok()) << rocks_crash.ToString();
+  t.engine_.reset();  // the dead process
+  t.wal_fs_.Restart();
+  t.rocks_fs_->Restart();
+  t.Open();
+}
+
+// The store's disk fills or fails under RocksDB's own log (with `torn`, the failed append leaves
+// half a record in it): writes still go to the log and memory (acknowledged), the sealer keeps the
+// refused seal and retries it on the clock, checkpoints are refused (the log keeps everything) and
+// StoreHealth says why. Once the disk takes writes again the sealer's next retry recovers the
+// store in the process (ChunkStore::Resume closes and opens the database, which starts a new
+// RocksDB log file before any new write): no restart. Every point is there, and stays there
+// through a power cut after the recovery; the run record refused meanwhile is written too.
+void StoreLogFaultResumesInProcess(EngineDiskFaultTest& t, rocksdb::IOStatus injected,
+                                   StatusCode code, bool torn) {
   t.Open();
   uint64_t seq = 0;
   for (; seq < 2; ++seq) ASSERT_TRUE(t.Write(seq + 1).ok());
   ASSERT_TRUE(t.engine_->Checkpoint().ok());
-  t.rocks_fs_->SetWriteError(injected);
+  t.rocks_fs_->SetWriteError(injected, "", torn);
   for (; seq < 6; ++seq) ASSERT_TRUE(t.Write(seq + 1).ok()) << "the log still takes writes";
+  ASSERT_TRUE(t.Rename("renamed").ok());  // its run record is refused: written at a checkpoint
   Status checkpoint = t.engine_->Checkpoint();
   EXPECT_EQ(checkpoint.code(), code) << checkpoint.ToString();
   EXPECT_EQ(t.engine_->StoreHealth().code(), code) << t.engine_->StoreHealth().ToString();
   EXPECT_GT(t.rocks_fs_->RefusedWrites(), 0u);
   t.ExpectBatches(seq);  // reads are served from memory meanwhile
 
-  t.rocks_fs_->SetWriteError(rocksdb::IOStatus::OK());
   t.clock_.AwaitWaiters(3);  // the sealer's retry, the log's writer and the checkpointer
-  t.clock_.Advance(1);       // a retry: RocksDB still refuses to resume
+  t.clock_.Advance(1);       // a retry while the disk still fails: nothing changes
   t.clock_.AwaitWaiters(3);
-  EXPECT_FALSE(t.engine_->StoreHealth().ok());
-  t.Open();  // the restart
+  EXPECT_EQ(t.engine_->StoreHealth().code(), code) << t.engine_->StoreHealth().ToString();
+  EXPECT_FALSE(t.engine_->Checkpoint().ok());
   t.ExpectBatches(seq);
-  EXPECT_TRUE(t.engine_->StoreHealth().ok());
-  Status after = t.engine_->Checkpoint();
+
+  t.rocks_fs_->SetWriteError(rocksdb::IOStatus::OK());
+  t.clock_.Advance(1);  // the retry: the store is opened again, the seal lands
+  t.engine_->WaitForSealer();
+  EXPECT_TRUE(t.engine_->StoreHealth().ok()) << t.engine_->StoreHealth().ToString();
+  Status after = t.engine_->Checkpoint();  // writes the refused run record first
   EXPECT_TRUE(after.ok()) << after.ToString();
+  EXPECT_TRUE(t.engine_->StoreHealth().ok()) << t.engine_->StoreHealth().ToString();
+  t.ExpectBatches(seq);
   for (; seq < 8; ++seq) ASSERT_TRUE(t.Write(seq + 1).ok());
   t.ExpectBatches(seq);
-  t.Open();
+  ASSERT_TRUE(t.engine_->Checkpoint().ok());                   // the log keeps nothing before it
+  for (; seq < 10; ++seq) ASSERT_TRUE(t.Write(seq + 1).ok());  // in the log and the store only
+
+  PowerCutAndRestart(t, torn, /*seed=*/seq);
+  ASSERT_NE(t.engine_, nullptr);
+  t.ExpectBatches(seq);
+  EXPECT_EQ(t.RunName(), "renamed");
+  EXPECT_TRUE(t.engine_->StoreHealth().ok()) << t.engine_->StoreHealth().ToString();
+  ASSERT_TRUE(t.engine_->Checkpoint().ok());
+  t.Open();  // a clean restart
   t.ExpectBatches(seq);
 }
 
@@ -435,18 +468,111 @@ void StoreTableFaultResumesInProcess(EngineDiskFaultTest& t, rocksdb::IOStatus i
   EXPECT_EQ(t.RunName(), "renamed") << "the refused run record was written again";
 }
 
+// A run's graph, histogram, image and text, and a rename, arrive while the store's disk is full
+// (no seal is pending: nothing but these writes fails): each is acknowledged (the log has it), the
+// store refuses it, checkpoints are refused and StoreHealth says why. Once the disk takes writes
+// again the next checkpoint recovers the store and writes each of them (a text written twice at
+// one place meanwhile, its newer value): after it, and after a restart that replays nothing,
+// every one reads back.
+TEST_F(EngineDiskFaultTest, RecordsRefusedWhileTheStoreIsDownAreWrittenOnceItIsBack) {
+  Open();
+  ASSERT_TRUE(Write(1).ok());
+  ASSERT_TRUE(engine_->Checkpoint().ok());
+  rocks_fs_->SetWriteError(rocksdb::IOStatus::NoSpace("injected ENOSPC"));
+  const std::string png = test_images::Png(2, 2);
+  const std::string graph = R"({"name":"net"})";
+  auto batch_of = [](v1::WriteRequest* request) {
+    v1::RunBatch* batch = request->add_runs();
+    batch->set_project("p");
+    batch->set_run("r");
+    return batch;
+  };
+  v1::WriteRequest request;
+  v1::RunBatch* batch = batch_of(&request);
+  batch->mutable_metadata()->set_graph_json(graph);
+  batch->mutable_metadata()->set_name("renamed");
+  v1::Histogram* histogram = batch->add_histograms();
+  histogram->set_name("w");
+  histogram->set_step(3);
+  histogram->set_time(1767225600.0);
+  for (double e : {0.0, 1.0, 2.0}) histogram->add_edges(e);
+  for (double c : {5.0, 7.0}) histogram->add_counts(c);
+  v1::Image* image = batch->add_images();
+  image->set_name("samples");
+  image->set_step(3);
+  image->set_time(1767225600.0);
+  image->set_data(png);
+  for (const char* value : {"old", "new"}) {  // the same place twice: the newer one must win
+    v1::Text* text = batch->add_texts();
+    text->set_name("notes");
+    text->set_step(3);
+    text->set_time(1767225600.0);
+    text->set_value(value);
+  }
+  ASSERT_TRUE(Write(request).ok()) << "the log takes it";
+  EXPECT_GT(rocks_fs_->RefusedWrites(), 0u);
+  EXPECT_EQ(engine_->StoreHealth().code(), StatusCode::kResourceExhausted);
+  Status refused = engine_->Checkpoint();
+  EXPECT_EQ(refused.code(), StatusCode::kResourceExhausted) << refused.ToString();
+
+  rocks_fs_->SetWriteError(rocksdb::IOStatus::OK());
+  Status checkpoint = engine_->Checkpoint();  // recovers the store, writes what it refused
+  ASSERT_TRUE(checkpoint.ok()) << checkpoint.ToString();
+  EXPECT_TRUE(engine_->StoreHealth().ok()) << engine_->StoreHealth().ToString();
+  for (bool restarted : {false, true}) {
+    SCOPED_TRACE(restarted ? "after a restart" : "before a restart");
+    if (restarted) Open();  // the log holds nothing past the checkpoint: all from the store
+    EXPECT_EQ(RunName(), "renamed");
+    Result<std::string> stored_graph = engine_->ReadGraph("p", "r");
+    ASSERT_TRUE(stored_graph.ok()) << stored_graph.status().ToString();
+    EXPECT_EQ(*stored_graph, graph);
+    std::vector<Histogram> histograms;
+    ASSERT_TRUE(engine_->ReadHistograms({"p", "r", "w"}, {}, &histograms).ok());
+    ASSERT_EQ(histograms.size(), 1u);
+    EXPECT_EQ(histograms[0].step, 3);
+    std::vector<ImageEntry> images;
+    ASSERT_TRUE(engine_->ReadImages("p", "r", {}, &images).ok());
+    ASSERT_EQ(images.size(), 1u);
+    Result<std::string> bytes = engine_->ReadBlob(images[0].sha256);
+    ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+    EXPECT_EQ(*bytes, png);
+    EXPECT_EQ(engine_->BlobTotals().blobs, 1);
+    std::vector<TextEntry> texts;
+    ASSERT_TRUE(engine_->ReadTexts("p", "r", {}, &texts).ok());
+    ASSERT_EQ(texts.size(), 1u);
+    EXPECT_EQ(texts[0].value, "new");
+    ExpectBatches(1);
+  }
+}
+
 TEST_F(EngineDiskFaultTest, StoreTableFileFullDiskResumesWithoutARestart) {
   StoreTableFaultResumesInProcess(*this, rocksdb::IOStatus::NoSpace("injected ENOSPC"),
                                   StatusCode::kResourceExhausted);
 }
 
-TEST_F(EngineDiskFaultTest, StoreFullDiskHoldsCheckpointsAndARestartRecoversEverything) {
-  StoreFaultThenRestart(*this, rocksdb::IOStatus::NoSpace("injected ENOSPC"),
-                        StatusCode::kResourceExhausted);
+TEST_F(EngineDiskFaultTest, StoreTableFileIoErrorResumesWithoutARestart) {
+  StoreTableFaultResumesInProcess(*this, rocksdb::IOStatus::IOError("injected EIO"),
+                                  StatusCode::kIoError);
 }
 
-TEST_F(EngineDiskFaultTest, StoreIoErrorHoldsCheckpointsAndARestartRecoversEverything) {
-  StoreFaultThenRestart(*this, rocksdb::IOStatus::IOError("injected EIO"), StatusCode::kIoError);
+TEST_F(EngineDiskFaultTest, StoreLogFullDiskResumesWithoutARestart) {
+  StoreLogFaultResumesInProcess(*this, rocksdb::IOStatus::NoSpace("injected ENOSPC"),
+                                StatusCode::kResourceExhausted, /*torn=*/false);
+}
+
+TEST_F(EngineDiskFaultTest, StoreLogFullDiskMidRecordResumesWithoutARestart) {
+  StoreLogFaultResumesInProcess(*this, rocksdb::IOStatus::NoSpace("injected ENOSPC"),
+                                StatusCode::kResourceExhausted, /*torn=*/true);
+}
+
+TEST_F(EngineDiskFaultTest, StoreLogIoErrorResumesWithoutARestart) {
+  StoreLogFaultResumesInProcess(*this, rocksdb::IOStatus::IOError("injected EIO"),
+                                StatusCode::kIoError, /*torn=*/false);
+}
+
+TEST_F(EngineDiskFaultTest, StoreLogIoErrorMidRecordResumesWithoutARestart) {
+  StoreLogFaultResumesInProcess(*this, rocksdb::IOStatus::IOError("injected EIO"),
+                                StatusCode::kIoError, /*torn=*/true);
 }
 
 }  // namespace

@@ -56,6 +56,11 @@ Status Engine::DeleteRun(const std::string& project, const std::string& run) {
       s->has_latest = false;
       s->PublishLatest();
     }
+    {
+      MutexLock graphs_lock(graphs_mu_);  // a refused graph of the run is not written again
+      MutexLock lock(sealer_mu_);
+      unpersisted_graphs_.erase(RunKey{project, run});
+    }
     // Histograms, images, texts, then the run's metadata and graph.
     TW_RETURN_IF_ERROR(DeleteRunStepEntries(RunKey{project, run}));
     WriterMutexLock lock(runs_mu_);

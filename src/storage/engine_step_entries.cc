@@ -51,19 +51,59 @@ void Engine::ApplyStepEntry(StepEntryType type, const SeriesKey& name, int64_t s
   BlobChange change;
   Result<StepEntrySummary> updated =
       store_->entries(type).Put(name, summary, step, index, time, value, payload, &change);
+  const EntryPlace place{name.project, name.run, name.metric, step, index};
   if (!updated.ok()) {
-    logger_.Error("persisting " + std::string(KindOf(type).noun),
-                  {{"run", name.run},
-                   {"name", name.metric},
-                   {"step", step},
-                   {"error", updated.status().ToString()}});
+    logger_.Error(
+        "persisting " + std::string(KindOf(type).noun) + "; written again at the next checkpoint",
+        {{"run", name.run},
+         {"name", name.metric},
+         {"step", step},
+         {"error", updated.status().ToString()}});
+    if (names.empty()) entries_[static_cast<size_t>(type)].erase(name.run_key());
+    MutexLock sealer_lock(sealer_mu_);
+    unpersisted_entries_[static_cast<size_t>(type)][place] =
+        UnpersistedEntry{time, std::string(value), std::string(payload)};
     NoteApplyStoreError(updated.status().WithContext(
         "persisting a " + std::string(KindOf(type).noun) + " of run " + name.run));
-    if (names.empty()) entries_[static_cast<size_t>(type)].erase(name.run_key());
     return;
   }
   names[name.metric] = *updated;
   Add(&blob_totals_, change);
+  MutexLock sealer_lock(sealer_mu_);
+  unpersisted_entries_[static_cast<size_t>(type)].erase(place);  // replaced by this one
+}
+
+Status Engine::RetryRefusedEntries() {
+  // Under entries_mu_ throughout, as the applier's writes: none lands between a retry's read of
+  // the summary and its write.
+  MutexLock entries_lock(entries_mu_);
+  for (StepEntryType type : kAllStepEntryTypes) {
+    std::map<EntryPlace, UnpersistedEntry> waiting;
+    {
+      MutexLock lock(sealer_mu_);
+      waiting = unpersisted_entries_[static_cast<size_t>(type)];
+    }
+    for (const auto& [place, entry] : waiting) {
+      const auto& [project, run, metric, step, index] = place;
+      const SeriesKey name{project, run, metric};
+      auto& names = entries_[static_cast<size_t>(type)][name.run_key()];
+      auto it = names.find(metric);
+      const StepEntrySummary summary = it == names.end() ? StepEntrySummary{} : it->second;
+      BlobChange change;
+      Result<StepEntrySummary> updated = store_->entries(type).Put(
+          name, summary, step, index, entry.time, entry.value, entry.payload, &change);
+      if (!updated.ok()) {
+        if (names.empty()) entries_[static_cast<size_t>(type)].erase(name.run_key());
+        return updated.status().WithContext("persisting a " + std::string(KindOf(type).noun) +
+                                            " of run " + run);
+      }
+      names[metric] = *updated;
+      Add(&blob_totals_, change);
+      MutexLock lock(sealer_mu_);
+      unpersisted_entries_[static_cast<size_t>(type)].erase(place);
+    }
+  }
+  return Status::Ok();
 }
 
 Status Engine::CheckRunExists(const RunKey& run) const {
@@ -128,6 +168,14 @@ void Engine::ListStepEntries(const RunKey& run, std::vector<MetricInfo>* out) co
 
 Status Engine::DeleteRunStepEntries(const RunKey& run) {
   MutexLock lock(entries_mu_);
+  {
+    MutexLock sealer_lock(sealer_mu_);  // refused entries of the run are not written again
+    for (auto& refused : unpersisted_entries_) {
+      std::erase_if(refused, [&](const auto& e) {
+        return std::get<0>(e.first) == run.project && std::get<1>(e.first) == run.run;
+      });
+    }
+  }
   for (StepEntryType type : kAllStepEntryTypes) {
     EntryIndex& index = entries_[static_cast<size_t>(type)];
     auto names = index.find(run);
@@ -158,6 +206,12 @@ Result<uint64_t> Engine::DeleteStepEntriesOlderThan(StepEntryType type, const st
   uint64_t deleted = 0;
   // Held throughout: the applier must not change a summary between the scan and the delete.
   MutexLock lock(entries_mu_);
+  {
+    MutexLock sealer_lock(sealer_mu_);  // refused entries past their age are not written again
+    std::erase_if(unpersisted_entries_[static_cast<size_t>(type)], [&](const auto& e) {
+      return std::get<0>(e.first) == project && e.second.time < cutoff;
+    });
+  }
   EntryIndex& index = entries_[static_cast<size_t>(type)];
   for (auto run = index.lower_bound(RunKey{project, ""});
        run != index.end() && run->first.project == project;) {

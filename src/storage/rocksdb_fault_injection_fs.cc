@@ -181,7 +181,12 @@ IOStatus FaultInjectionRocksFs::FileAppend(File& file, const rocksdb::Slice& dat
                                            const IOOptions& options, IODebugContext* dbg) {
   MutexLock lock(mu_);
   if (!AliveLocked(file.generation())) return Discarded();
-  if (RefusesLocked(file.path())) return InjectedLocked();
+  if (RefusesLocked(file.path())) {
+    if (torn_appends_ && data.size() > 1) {
+      (void)file.target()->Append(rocksdb::Slice(data.data(), data.size() / 2), options, dbg);
+    }
+    return InjectedLocked();
+  }
   return file.target()->Append(data, options, dbg);
 }
 
@@ -446,10 +451,12 @@ void FaultInjectionRocksFs::Restart() {
   down_ = false;
 }
 
-void FaultInjectionRocksFs::SetWriteError(IOStatus error, std::string only_suffix) {
+void FaultInjectionRocksFs::SetWriteError(IOStatus error, std::string only_suffix,
+                                          bool torn_appends) {
   MutexLock lock(mu_);
   write_error_ = std::move(error);
   write_error_suffix_ = std::move(only_suffix);
+  torn_appends_ = torn_appends;
 }
 
 bool FaultInjectionRocksFs::RefusesLocked(const std::string& path) const {

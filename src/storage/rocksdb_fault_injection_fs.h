@@ -61,7 +61,10 @@ class FaultInjectionRocksFs final : public rocksdb::FileSystemWrapper {
   // disk: IOStatus::NoSpace() for a full disk, IOStatus::IOError() for EIO. OK to stop. With
   // `only_suffix`, only those of files whose path ends so (".sst": memtable flushes and
   // compactions, not RocksDB's own log).
-  void SetWriteError(rocksdb::IOStatus error, std::string only_suffix = "");
+  // With `torn_appends`, a refused append first writes the first half of its bytes (unsynced), as
+  // a disk that fills up mid-write: RocksDB's own log then ends in a torn record.
+  void SetWriteError(rocksdb::IOStatus error, std::string only_suffix = "",
+                     bool torn_appends = false);
   // How many operations SetWriteError has refused so far.
   uint64_t RefusedWrites() const;
 
@@ -150,6 +153,7 @@ class FaultInjectionRocksFs final : public rocksdb::FileSystemWrapper {
   bool down_ TW_GUARDED_BY(mu_) = false;
   rocksdb::IOStatus write_error_ TW_GUARDED_BY(mu_);
   std::string write_error_suffix_ TW_GUARDED_BY(mu_);
+  bool torn_appends_ TW_GUARDED_BY(mu_) = false;
   uint64_t refused_writes_ TW_GUARDED_BY(mu_) = 0;
 };
 

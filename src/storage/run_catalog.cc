@@ -11,8 +11,7 @@ using namespace store_internal;
 
 Status RunCatalog::PutRun(const std::string& project, const std::string& run,
                           const std::string& json) {
-  return FromRocks(db_.Put(rocksdb::WriteOptions(), RunKeyOf('r', project, run), json),
-                   "writing run metadata");
+  return db_.Put(RunKeyOf('r', project, run), json, "writing run metadata");
 }
 
 Status RunCatalog::ForEachRun(
@@ -28,9 +27,7 @@ Status RunCatalog::ForEachRun(
 
 Status RunCatalog::PutGraph(const std::string& project, const std::string& run,
                             std::string_view json) {
-  return FromRocks(db_.Put(rocksdb::WriteOptions(), RunKeyOf('g', project, run),
-                           rocksdb::Slice(json.data(), json.size())),
-                   "writing graph");
+  return db_.Put(RunKeyOf('g', project, run), json, "writing graph");
 }
 
 Result<std::string> RunCatalog::GetGraph(const std::string& project, const std::string& run) const {
@@ -56,8 +53,7 @@ std::string RankKeyOf(const std::string& project, const std::string& run, uint32
 
 Status RunCatalog::PutRank(const std::string& project, const std::string& run, uint32_t rank,
                            const std::string& json) {
-  return FromRocks(db_.Put(rocksdb::WriteOptions(), RankKeyOf(project, run, rank), json),
-                   "writing rank record");
+  return db_.Put(RankKeyOf(project, run, rank), json, "writing rank record");
 }
 
 Status RunCatalog::ForEachRank(

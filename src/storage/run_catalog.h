@@ -13,16 +13,17 @@
 #include "common/status.h"
 
 namespace rocksdb {
-class DB;
 class WriteBatch;
 }  // namespace rocksdb
 
 namespace trainwatch::storage {
 
+class StoreDb;
+
 class RunCatalog {
  public:
   // `db` must outlive this object.
-  explicit RunCatalog(rocksdb::DB& db) : db_(db) {}
+  explicit RunCatalog(StoreDb& db) : db_(db) {}
   RunCatalog(const RunCatalog&) = delete;
   RunCatalog& operator=(const RunCatalog&) = delete;
 
@@ -46,7 +47,7 @@ class RunCatalog {
                       rocksdb::WriteBatch* batch) const;
 
  private:
-  rocksdb::DB& db_;
+  StoreDb& db_;
 };
 
 }  // namespace trainwatch::storage

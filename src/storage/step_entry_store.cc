@@ -14,8 +14,7 @@ namespace trainwatch::storage {
 
 using namespace store_internal;
 
-StepEntryStore::StepEntryStore(rocksdb::DB& db, const StepEntryKind& kind,
-                               EntryReferences* references)
+StepEntryStore::StepEntryStore(StoreDb& db, const StepEntryKind& kind, EntryReferences* references)
     : db_(db), kind_(kind), references_(references) {}
 
 std::string StepEntryStore::EntryPrefixOf(const SeriesKey& name) const {
@@ -61,27 +60,29 @@ Result<StepEntrySummary> StepEntryStore::Put(const SeriesKey& name, const StepEn
   }
   batch.Put(key, rocksdb::Slice(value.data(), value.size()));
   batch.Put(NameKeyOf(kind_.summary_prefix, name), EncodeStepEntrySummary(updated));
-  TW_RETURN_IF_ERROR(FromRocks(db_.Write(rocksdb::WriteOptions(), &batch),
-                               "writing a " + std::string(kind_.noun)));
+  TW_RETURN_IF_ERROR(db_.Write(&batch, "writing a " + std::string(kind_.noun)));
   return updated;
 }
 
 Status StepEntryStore::ScanKeys(
     const std::string& prefix, const std::string& start, int64_t to,
     const std::function<bool(std::string_view, int64_t, uint32_t, std::string_view)>& fn) const {
-  std::unique_ptr<rocksdb::Iterator> it(db_.NewIterator(rocksdb::ReadOptions()));
-  for (it->Seek(start); it->Valid(); it->Next()) {
-    std::string_view k(it->key().data(), it->key().size());
-    if (!k.starts_with(prefix)) break;
-    if (k.size() != prefix.size() + KeySuffixBytes()) {
-      return Status::Corruption("bad entry key under '" + prefix.substr(0, 1) + "'");
-    }
-    const auto step = static_cast<int64_t>(DecodeBigEndian64(k.data() + prefix.size()));
-    if (step > to) break;
-    const uint32_t index = kind_.indexed ? DecodeBigEndian32(k.data() + prefix.size() + 8) : 0;
-    if (!fn(k, step, index, std::string_view(it->value().data(), it->value().size()))) break;
-  }
-  return FromRocks(it->status(), "reading entries");
+  Status bad_key;
+  TW_RETURN_IF_ERROR(db_.Scan(
+      start,
+      [&](std::string_view k, std::string_view value) {
+        if (!k.starts_with(prefix)) return false;
+        if (k.size() != prefix.size() + KeySuffixBytes()) {
+          bad_key = Status::Corruption("bad entry key under '" + prefix.substr(0, 1) + "'");
+          return false;
+        }
+        const auto step = static_cast<int64_t>(DecodeBigEndian64(k.data() + prefix.size()));
+        if (step > to) return false;
+        const uint32_t index = kind_.indexed ? DecodeBigEndian32(k.data() + prefix.size() + 8) : 0;
+        return fn(k, step, index, value);
+      },
+      "reading entries"));
+  return bad_key;
 }
 
 Status StepEntryStore::Scan(
@@ -129,8 +130,7 @@ Result<uint64_t> StepEntryStore::DeleteOlderThan(const SeriesKey& name, double c
   } else {
     batch.Put(summary_key, EncodeStepEntrySummary(*kept));
   }
-  TW_RETURN_IF_ERROR(FromRocks(db_.Write(rocksdb::WriteOptions(), &batch),
-                               "deleting " + std::string(kind_.noun) + "s"));
+  TW_RETURN_IF_ERROR(db_.Write(&batch, "deleting " + std::string(kind_.noun) + "s"));
   return deleted;
 }
 

@@ -22,11 +22,12 @@
 #include "storage/step_entry.h"
 
 namespace rocksdb {
-class DB;
 class WriteBatch;
 }  // namespace rocksdb
 
 namespace trainwatch::storage {
+
+class StoreDb;
 
 // What entries that refer to shared values (images to blobs) add to the batches that change them,
 // so that the references always equal the entries that make them, whatever point a crash stops at.
@@ -46,7 +47,7 @@ class EntryReferences {
 class StepEntryStore {
  public:
   // `db` and `references` (nullptr exactly when the kind holds none) must outlive this object.
-  StepEntryStore(rocksdb::DB& db, const StepEntryKind& kind, EntryReferences* references);
+  StepEntryStore(StoreDb& db, const StepEntryKind& kind, EntryReferences* references);
   StepEntryStore(const StepEntryStore&) = delete;
   StepEntryStore& operator=(const StepEntryStore&) = delete;
 
@@ -89,7 +90,7 @@ class StepEntryStore {
                                            std::string_view value)>& fn) const;
   Status BadEntry(const SeriesKey& name) const;
 
-  rocksdb::DB& db_;
+  StoreDb& db_;
   const StepEntryKind& kind_;
   EntryReferences* const references_;
 };

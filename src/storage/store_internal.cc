@@ -34,22 +34,23 @@ std::pair<std::string, std::string> RunRangeOf(char prefix, const std::string& p
   return {std::move(from), std::move(to)};
 }
 
-Status ForEachPrefixed(rocksdb::DB& db, std::string_view prefix,
+Status ForEachPrefixed(const StoreDb& db, std::string_view prefix,
                        const std::function<Status(std::string_view, std::string_view)>& fn) {
-  std::unique_ptr<rocksdb::Iterator> it(db.NewIterator(rocksdb::ReadOptions()));
-  for (it->Seek(rocksdb::Slice(prefix.data(), prefix.size())); it->Valid(); it->Next()) {
-    std::string_view key(it->key().data(), it->key().size());
-    if (!key.starts_with(prefix)) break;
-    TW_RETURN_IF_ERROR(fn(key, std::string_view(it->value().data(), it->value().size())));
-  }
-  return FromRocks(it->status(), "iterating store");
+  Status failed;
+  TW_RETURN_IF_ERROR(db.Scan(
+      prefix,
+      [&](std::string_view key, std::string_view value) {
+        if (!key.starts_with(prefix)) return false;
+        failed = fn(key, value);
+        return failed.ok();
+      },
+      "iterating store"));
+  return failed;
 }
 
-Status GetValue(rocksdb::DB& db, const std::string& key, std::string* value, bool* found,
+Status GetValue(const StoreDb& db, const std::string& key, std::string* value, bool* found,
                 std::string_view what) {
-  rocksdb::Status s = db.Get(rocksdb::ReadOptions(), key, value);
-  *found = !s.IsNotFound();
-  return s.IsNotFound() ? Status::Ok() : FromRocks(s, what);
+  return db.Get(key, value, found, what);
 }
 
 }  // namespace trainwatch::storage::store_internal

@@ -12,6 +12,7 @@
 
 #include "common/status.h"
 #include "storage/series_key.h"
+#include "storage/store_db.h"
 
 namespace trainwatch::storage::store_internal {
 
@@ -28,11 +29,11 @@ std::pair<std::string, std::string> RunRangeOf(char prefix, const std::string& p
                                                const std::string& run);
 
 // Iterates every key starting with `prefix`, in key order.
-Status ForEachPrefixed(rocksdb::DB& db, std::string_view prefix,
+Status ForEachPrefixed(const StoreDb& db, std::string_view prefix,
                        const std::function<Status(std::string_view, std::string_view)>& fn);
 
 // Reads a value; *found tells whether the key exists (a missing key is no error).
-Status GetValue(rocksdb::DB& db, const std::string& key, std::string* value, bool* found,
+Status GetValue(const StoreDb& db, const std::string& key, std::string* value, bool* found,
                 std::string_view what);
 
 }  // namespace trainwatch::storage::store_internal

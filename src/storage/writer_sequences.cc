@@ -12,7 +12,7 @@ using namespace store_internal;
 Status WriterSequences::Put(const std::string& writer_id, uint64_t sequence) {
   std::string value;
   PutFixed64(&value, sequence);
-  return FromRocks(db_.Put(rocksdb::WriteOptions(), "w" + writer_id, value), "writing sequence");
+  return db_.Put("w" + writer_id, value, "writing sequence");
 }
 
 Status WriterSequences::ForEach(const std::function<Status(std::string, uint64_t)>& fn) const {

@@ -10,16 +10,14 @@
 
 #include "common/status.h"
 
-namespace rocksdb {
-class DB;
-}
-
 namespace trainwatch::storage {
+
+class StoreDb;
 
 class WriterSequences {
  public:
   // `db` must outlive this object.
-  explicit WriterSequences(rocksdb::DB& db) : db_(db) {}
+  explicit WriterSequences(StoreDb& db) : db_(db) {}
   WriterSequences(const WriterSequences&) = delete;
   WriterSequences& operator=(const WriterSequences&) = delete;
 
@@ -28,7 +26,7 @@ class WriterSequences {
   Status ForEach(const std::function<Status(std::string writer, uint64_t seq)>& fn) const;
 
  private:
-  rocksdb::DB& db_;
+  StoreDb& db_;
 };
 
 }  // namespace trainwatch::storage
