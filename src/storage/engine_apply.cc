@@ -152,6 +152,7 @@ void Engine::ApplyRunBatch(uint64_t lsn, const v1::RunBatch& batch, WriteOutcome
     clock = &GetOrCreateSeries(run, kClockMetric, rank);
     WriterMutexLock lock(clock->mu);
     if (lsn > clock->flushed_lsn) {
+      if (rows > 1) clock->ReserveHead(static_cast<size_t>(rows));
       for (int row = 0; row < rows; ++row) {
         double t = has_times ? batch.times(row) : first_time;
         ApplyClockPoint(*clock, Point{batch.steps(row), t, t});
@@ -167,6 +168,7 @@ void Engine::ApplyRunBatch(uint64_t lsn, const v1::RunBatch& batch, WriteOutcome
     if (lsn <= series.flushed_lsn) continue;            // replay: already in persisted chunks
     const bool dense = column.rows_size() == 0;
     const int n = column.values_size();
+    if (n > 1) series.ReserveHead(static_cast<size_t>(n));
     bool any = false;
     for (int i = 0; i < n; ++i) {
       int row = dense ? i : static_cast<int>(column.rows(i));

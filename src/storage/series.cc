@@ -34,10 +34,15 @@ bool Series::ReadLatest(Point* out) const {
 void Series::InsertIntoHead(std::vector<Point>::iterator at, const Point& p) {
   if (head.size() == head.capacity()) {
     const size_t offset = static_cast<size_t>(at - head.begin());
-    head.reserve(head.size() + std::max(kMinHeadGrowth, head.size() / 4));
+    head.reserve(head.size() + std::max(kMinHeadGrowth, head.size() / 8));
     at = head.begin() + static_cast<std::ptrdiff_t>(offset);
   }
   head.insert(at, p);
+}
+
+void Series::ReserveHead(size_t more) {
+  if (head.capacity() - head.size() >= more) return;
+  head.reserve(head.size() + std::max({more, kMinHeadGrowth, head.size() / 8}));
 }
 
 void Series::RewindAt(int64_t step) {

@@ -97,13 +97,16 @@ class Series {
   // The last published latest point; false if there is none. Lock-free; any thread.
   bool ReadLatest(Point* out) const;
 
-  // Adds `p` to the head at `at` (the end: AppendToHead), growing its buffer by a quarter (at
+  // Adds `p` to the head at `at` (the end: AppendToHead), growing its buffer by an eighth (at
   // least kMinHeadGrowth points) instead of doubling it. A distributed run holds one head per
   // (rank, metric), 51,200 for 1,024 ranks x 50 metrics, each until the next checkpoint: doubling
-  // left a quarter to a half of every head's buffer unused (bench/ranks_storage_probe.cc). Caller
-  // holds mu exclusively.
+  // left up to half of every head's buffer unused (bench/ranks_storage_probe.cc). Caller holds mu
+  // exclusively.
   void AppendToHead(const Point& p) TW_REQUIRES(mu) { InsertIntoHead(head.end(), p); }
   void InsertIntoHead(std::vector<Point>::iterator at, const Point& p) TW_REQUIRES(mu);
+  // Makes room for `more` points at once (a batch's column), so that a large batch grows the
+  // buffer once rather than by eighths. Caller holds mu exclusively.
+  void ReserveHead(size_t more) TW_REQUIRES(mu);
   static constexpr size_t kMinHeadGrowth = 4;
 
   // Records a rewind at `step` as generation gen+1: hides head points at or after it (moving them
