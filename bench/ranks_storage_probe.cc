@@ -45,6 +45,15 @@ double Value(int rank, int metric, int64_t step) {
 
 size_t HeapInUse() { return mallinfo2().uordblks; }
 
+double RssBytes() {
+  long pages = 0, resident = 0;
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return 0;
+  if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+  std::fclose(f);
+  return double(resident) * 4096;
+}
+
 std::unique_ptr<st::Engine> Open(const std::string& dir, const Args& args, tw::Clock& clock,
                                  tw::Logger& logger, tw::MetricsRegistry& metrics) {
   auto wal = st::wal::WalLog::Open(tw::PosixFileSystem(), dir + "/wal");
@@ -190,6 +199,36 @@ void CodecFigures(int ranks, int metrics) {
   }
 }
 
+// What chunks across ranks would cost (not a format the store has): one metric's points of
+// `group` ranks at steps [0, steps) in one chunk, rank-major (rank r's step s at r * steps + s) or
+// step-major (at s * group + r); the codec wants increasing steps, so they are renumbered.
+void CrossRankFigures(int ranks, int metrics, int steps) {
+  std::printf("codec alone, %d steps of one metric across ranks in one chunk (times absent):\n",
+              steps);
+  for (int group : {1, 16, 64}) {
+    for (int order = 0; order < 2; ++order) {
+      if (group == 1 && order == 1) continue;
+      uint64_t bytes = 0, points = 0;
+      std::string enc;
+      for (int m = 0; m < metrics; m += std::max(1, metrics / 5)) {
+        for (int g = 0; g + group <= ranks; g += group) {
+          std::vector<st::Point> pts(static_cast<size_t>(group) * steps);
+          for (int r = 0; r < group; ++r) {
+            for (int s = 0; s < steps; ++s) {
+              size_t i = order == 0 ? size_t(r) * steps + s : size_t(s) * group + r;
+              pts[i] = {int64_t(i), 0, Value(g + r, m, s)};
+            }
+          }
+          bytes += static_cast<uint64_t>(CodecBytesPerPoint(pts, pts.size(), &enc) * pts.size());
+          points += pts.size();
+        }
+      }
+      std::printf("  %2d rank(s) per chunk, %s: %.3f B/pt (%s)\n", group,
+                  order == 0 ? "rank-major" : "step-major", double(bytes) / points, enc.c_str());
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -205,6 +244,7 @@ int main(int argc, char** argv) {
               sizeof(st::Series), sizeof(tw::SharedMutex), sizeof(st::SeriesKey), sizeof(st::Point),
               sizeof(st::ChunkRef));
   CodecFigures(args.ranks, args.metrics);
+  CrossRankFigures(args.ranks, args.metrics, args.steps);
   std::string root = std::filesystem::temp_directory_path() / "ranks_storage_probe_XXXXXX";
   if (mkdtemp(root.data()) == nullptr) return 1;
   tw::ManualClock clock;
@@ -225,6 +265,10 @@ int main(int argc, char** argv) {
         Write(*engine, std::move(request));
       }
       if (step == 0) heap_after_first = HeapInUse();
+      if ((step + 1) % 60 == 0) {
+        std::printf("  after %ld steps: heap %.0f B per series, RSS %.1f MB\n", step + 1,
+                    double(HeapInUse() - heap0) / series, RssBytes() / 1e6);
+      }
     }
     size_t heap = HeapInUse();
     std::printf("%d ranks x %d metrics x %d steps (%lu series, %lu points)\n", args.ranks,
