@@ -6,6 +6,7 @@
 #include <cmath>
 #include <utility>
 
+#include "common/json.h"
 #include "common/strings.h"
 
 namespace trainwatch::alerting {
@@ -454,17 +455,36 @@ std::optional<AlertRecord> AlertManager::Get(uint64_t id) const {
 
 Result<AlertRecord> AlertManager::Acknowledge(uint64_t id, bool acknowledged,
                                               const std::string& by) {
-  MutexLock lock(state_mu_);
-  auto it = store_->alerts().find(id);
-  if (it == store_->alerts().end()) return Status::NotFound("no alert " + std::to_string(id));
-  AlertRecord alert = it->second;
+  AlertRecord alert;
+  {
+    MutexLock lock(state_mu_);
+    auto it = store_->alerts().find(id);
+    if (it == store_->alerts().end()) return Status::NotFound("no alert " + std::to_string(id));
+    alert = it->second;
+    const double now = clock_.NowUnixSeconds();
+    TW_RETURN_IF_ERROR(SetAcknowledged(alert, acknowledged, by, now));
+  }
+  if (on_shared_op_) {
+    SharedAlertOp op;
+    op.kind = SharedAlertOp::Kind::kAck;
+    op.incident_id = alert.IncidentId();
+    op.acknowledged = acknowledged;
+    op.by = alert.acknowledged_by;
+    op.at = alert.acknowledged_at;
+    on_shared_op_(op);
+  }
+  return alert;
+}
+
+Status AlertManager::SetAcknowledged(AlertRecord& alert, bool acknowledged, const std::string& by,
+                                     double at) {
   alert.acknowledged = acknowledged;
   alert.acknowledged_by = acknowledged ? by : "";
-  alert.acknowledged_at = acknowledged ? clock_.NowUnixSeconds() : 0;
+  alert.acknowledged_at = acknowledged ? at : 0;
   alert.updated_at = clock_.NowUnixSeconds();
   TW_RETURN_IF_ERROR(store_->Put(&alert));
   if (on_change_) on_change_(alert);
-  return alert;
+  return Status::Ok();
 }
 
 Result<Silence> AlertManager::AddSilence(Silence silence) {
@@ -474,19 +494,99 @@ Result<Silence> AlertManager::AddSilence(Silence silence) {
     return Status::InvalidArgument("a silence must end in the future, after it starts");
   }
   silence.id = 0;
-  MutexLock lock(state_mu_);
-  TW_RETURN_IF_ERROR(store_->Put(&silence));
+  silence.uid = Silence::NewUid();
+  {
+    MutexLock lock(state_mu_);
+    TW_RETURN_IF_ERROR(store_->Put(&silence));
+  }
+  ShareSilence(silence);
   return silence;
 }
 
 Result<Silence> AlertManager::ExpireSilence(uint64_t id) {
-  MutexLock lock(state_mu_);
-  auto it = store_->silences().find(id);
-  if (it == store_->silences().end()) return Status::NotFound("no silence " + std::to_string(id));
-  Silence s = it->second;
-  s.ends_at = std::min(s.ends_at, clock_.NowUnixSeconds());
-  TW_RETURN_IF_ERROR(store_->Put(&s));
+  Silence s;
+  {
+    MutexLock lock(state_mu_);
+    auto it = store_->silences().find(id);
+    if (it == store_->silences().end()) return Status::NotFound("no silence " + std::to_string(id));
+    s = it->second;
+    s.ends_at = std::min(s.ends_at, clock_.NowUnixSeconds());
+    TW_RETURN_IF_ERROR(store_->Put(&s));
+  }
+  ShareSilence(s);
   return s;
+}
+
+void AlertManager::ShareSilence(const Silence& silence) {
+  // A silence made before silences had uids stays this node's.
+  if (!on_shared_op_ || silence.uid.empty()) return;
+  SharedAlertOp op;
+  op.kind = SharedAlertOp::Kind::kSilence;
+  op.silence = silence;
+  op.silence.id = 0;  // each node's own
+  on_shared_op_(op);
+}
+
+Status AlertManager::ApplyShared(const SharedAlertOp& op) {
+  MutexLock lock(state_mu_);
+  if (op.kind == SharedAlertOp::Kind::kSilence) {
+    if (op.silence.uid.empty()) return Status::InvalidArgument("a shared silence needs a uid");
+    Silence silence = op.silence;
+    silence.id = 0;
+    for (const auto& [id, known] : store_->silences()) {
+      if (known.uid != silence.uid) continue;
+      silence.id = id;
+      const bool same = known.ToJson() == silence.ToJson();
+      if (same) return Status::Ok();
+      break;
+    }
+    return store_->Put(&silence);
+  }
+  std::vector<AlertRecord> incident;
+  for (const auto& [id, alert] : store_->alerts()) {
+    if (alert.IncidentId() == op.incident_id) incident.push_back(alert);
+  }
+  if (incident.empty()) return Status::NotFound("no alert of incident " + op.incident_id);
+  for (AlertRecord& alert : incident) {
+    if (alert.acknowledged == op.acknowledged && alert.acknowledged_at == op.at) continue;
+    TW_RETURN_IF_ERROR(SetAcknowledged(alert, op.acknowledged, op.by, op.at));
+  }
+  return Status::Ok();
+}
+
+std::string SharedAlertOp::Key() const {
+  return kind == Kind::kSilence ? "silence." + silence.uid : "ack." + incident_id;
+}
+
+std::string SharedAlertOp::ToJson() const {
+  if (kind == Kind::kSilence) return nlohmann::json{{"silence", silence.ToJson()}}.dump();
+  return nlohmann::json{
+      {"ack", {{"incident", incident_id}, {"acknowledged", acknowledged}, {"by", by}, {"at", at}}}}
+      .dump();
+}
+
+Result<SharedAlertOp> SharedAlertOp::FromJson(std::string_view text) {
+  TW_ASSIGN_OR_RETURN(nlohmann::json j, ParseJson(text));
+  SharedAlertOp op;
+  try {
+    if (j.is_object() && j.contains("silence")) {
+      TW_ASSIGN_OR_RETURN(op.silence, Silence::FromJson(j.at("silence")));
+      op.kind = Kind::kSilence;
+      return op;
+    }
+    if (j.is_object() && j.contains("ack") && j.at("ack").is_object()) {
+      const nlohmann::json& a = j.at("ack");
+      op.kind = Kind::kAck;
+      op.incident_id = a.value("incident", "");
+      op.acknowledged = a.value("acknowledged", false);
+      op.by = a.value("by", "");
+      op.at = a.value("at", 0.0);
+      if (!op.incident_id.empty()) return op;
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return Status::InvalidArgument(std::string("shared alert operation: ") + e.what());
+  }
+  return Status::InvalidArgument("shared alert operation: neither a silence nor an ack");
 }
 
 std::vector<Silence> AlertManager::Silences(bool include_expired) const {

@@ -70,6 +70,23 @@ struct ClusterGate {
   std::function<Result<bool>(const std::string& idempotency_key)> delivered;
 };
 
+// An operation on alerts made through one node's API, which a cluster applies on every node
+// (cluster mode: SetSharedOpsListener, ApplyShared; docs/cluster.md "Alerts across nodes").
+struct SharedAlertOp {
+  enum class Kind { kSilence, kAck };
+  Kind kind = Kind::kSilence;
+  Silence silence;          // kSilence: the silence as it is now (added or expired), uid set
+  std::string incident_id;  // kAck: the incident (AlertRecord::IncidentId), the same on every node
+  bool acknowledged = false;
+  std::string by;
+  double at = 0;  // unix seconds
+
+  // The record's key, one per silence and per incident: "silence.<uid>", "ack.<incident id>".
+  std::string Key() const;
+  std::string ToJson() const;
+  static Result<SharedAlertOp> FromJson(std::string_view json);
+};
+
 // Which alerts List returns; empty fields match everything.
 struct AlertQuery {
   std::string project, run, kind, metric;
@@ -101,6 +118,15 @@ class AlertManager {
   void SetChangeListener(ChangeFn on_change) { on_change_ = std::move(on_change); }
   // Cluster mode, before Start(): notify only for owned runs, and not what was delivered already.
   void SetClusterGate(ClusterGate gate) { gate_ = std::move(gate); }
+  // Cluster mode, before Start(): told of every silence added or expired and every alert
+  // acknowledged through this node's API (not of what ApplyShared applies), after it is stored.
+  void SetSharedOpsListener(std::function<void(const SharedAlertOp&)> fn) {
+    on_shared_op_ = std::move(fn);
+  }
+  // Applies an operation made through any node: a silence is added (with a local id) or updated by
+  // its uid; an acknowledgement is set on the incident's alert. Idempotent. NotFound for an
+  // incident this node has not detected (yet).
+  Status ApplyShared(const SharedAlertOp& op) TW_EXCLUDES(state_mu_);
   void Start();
   // Processes what is queued, then joins the thread.
   void Stop();
@@ -172,6 +198,12 @@ class AlertManager {
   // The gate's answer for `key`; false when unknown (an error is logged).
   bool Delivered(const std::string& key) const;
   uint64_t SilenceFor(const AlertRecord& alert) const TW_REQUIRES(state_mu_);
+  // Stores the acknowledgement (or its removal) of `alert`, made at `at`, and tells the change
+  // listener.
+  Status SetAcknowledged(AlertRecord& alert, bool acknowledged, const std::string& by, double at)
+      TW_REQUIRES(state_mu_);
+  // Tells the shared-ops listener of a silence added or expired here.
+  void ShareSilence(const Silence& silence) TW_EXCLUDES(state_mu_);
   notify::Notification ToNotification(const AlertRecord& alert) const;
 
   const AlertManagerOptions options_;
@@ -179,6 +211,7 @@ class AlertManager {
   Logger& logger_;
   NotifyFn notify_;
   ChangeFn on_change_;
+  std::function<void(const SharedAlertOp&)> on_shared_op_;
   ClusterGate gate_;  // set before Start; empty in single-node mode
   Counter& records_seen_;
   Counter& alerts_fired_;

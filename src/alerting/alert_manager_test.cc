@@ -35,6 +35,10 @@ class AlertManagerTest : public testing::Test {
       last_ = n;
       return Status::Ok();
     });
+    manager_->SetSharedOpsListener([this](const SharedAlertOp& op) {
+      MutexLock lock(mu_);
+      shared_.push_back(op);
+    });
     manager_->SetChangeListener([this](const AlertRecord& a) {
       MutexLock lock(mu_);
       ++changes_;
@@ -105,6 +109,10 @@ class AlertManagerTest : public testing::Test {
     if (heartbeat > 0) batch->mutable_heartbeat()->set_interval_seconds(heartbeat);
     manager_->OnCommit(request);
   }
+  std::vector<SharedAlertOp> Shared() {
+    MutexLock lock(mu_);
+    return shared_;
+  }
   void Refuse(bool refuse) {
     MutexLock lock(mu_);
     refuse_ = refuse;
@@ -130,7 +138,8 @@ class AlertManagerTest : public testing::Test {
   std::vector<std::string> sent_ TW_GUARDED_BY(mu_);
   notify::Notification last_ TW_GUARDED_BY(mu_);
   int changes_ TW_GUARDED_BY(mu_) = 0;
-  bool refuse_ TW_GUARDED_BY(mu_) = false;  // the outbox refuses (a full disk)
+  bool refuse_ TW_GUARDED_BY(mu_) = false;                // the outbox refuses (a full disk)
+  std::vector<SharedAlertOp> shared_ TW_GUARDED_BY(mu_);  // told to the shared-ops listener
   // Cluster mode (ClusterGate): whether this "node" owns run p/r1, and the notified record.
   bool cluster_ = false;
   bool owned_ TW_GUARDED_BY(mu_) = false;
@@ -224,6 +233,79 @@ TEST_F(AlertManagerTest, SilencedAlertsAreRecordedButNotSent) {
   EXPECT_THAT(manager_->Silences(false), testing::IsEmpty());
   Write(200, NAN, "r2");
   EXPECT_THAT(Sent(), testing::ElementsAre("firing nan@200"));
+}
+
+// Cluster mode shares silences and acknowledgements (docs/cluster.md): what the API does is told to
+// the listener with the cluster-wide identities (a silence's uid, an alert's incident id), and what
+// another node did is applied, idempotently, without being told again.
+TEST_F(AlertManagerTest, SilencesAndAcknowledgementsAreSharedByUidAndIncident) {
+  Silence s;
+  s.project = "p";
+  s.kind = "nan";
+  s.ends_at = clock_.NowUnixSeconds() + 3600;
+  auto added = manager_->AddSilence(s);
+  ASSERT_TRUE(added.ok()) << added.status().ToString();
+  EXPECT_EQ(added->uid.size(), 32u);
+  ASSERT_TRUE(manager_->ExpireSilence(added->id).ok());
+  WriteHealthy(0, 100);
+  Write(100, NAN);
+  EXPECT_THAT(Sent(), testing::ElementsAre("firing nan@100"));
+  const uint64_t alert_id = All()[0].id;
+  ASSERT_TRUE(manager_->Acknowledge(alert_id, true, "ana").ok());
+  auto told = Shared();
+  ASSERT_EQ(told.size(), 3u);
+  EXPECT_EQ(told[0].Key(), "silence." + added->uid);
+  EXPECT_EQ(told[0].silence.id, 0u) << "ids are each node's own";
+  EXPECT_EQ(told[1].Key(), told[0].Key());
+  EXPECT_LE(told[1].silence.ends_at, clock_.NowUnixSeconds()) << "expired";
+  EXPECT_EQ(told[2].Key(), "ack." + All()[0].IncidentId());
+  EXPECT_TRUE(told[2].acknowledged);
+  EXPECT_EQ(told[2].by, "ana");
+  for (const SharedAlertOp& op : told) {
+    auto back = SharedAlertOp::FromJson(op.ToJson());
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_EQ(back->ToJson(), op.ToJson());
+  }
+
+  // Another node's silence: added once with a local id, then updated by its uid (expired).
+  Silence other;
+  other.uid = Silence::NewUid();
+  other.project = "p";
+  other.run = "r2";
+  other.starts_at = clock_.NowUnixSeconds();
+  other.ends_at = clock_.NowUnixSeconds() + 600;
+  SharedAlertOp op;
+  op.silence = other;
+  ASSERT_TRUE(manager_->ApplyShared(op).ok());
+  ASSERT_TRUE(manager_->ApplyShared(op).ok());
+  auto active = manager_->Silences(false);
+  ASSERT_EQ(active.size(), 1u);
+  EXPECT_EQ(active[0].uid, other.uid);
+  EXPECT_NE(active[0].id, added->id);
+  Write(0, NAN, "r2");
+  EXPECT_THAT(Sent(), testing::ElementsAre("firing nan@100")) << "silenced by the shared silence";
+  op.silence.ends_at = clock_.NowUnixSeconds();
+  ASSERT_TRUE(manager_->ApplyShared(op).ok());
+  EXPECT_THAT(manager_->Silences(false), testing::IsEmpty());
+  EXPECT_EQ(manager_->Silences(true).size(), 2u);
+
+  // Another node's acknowledgement: of an incident not detected here yet, then of one that is.
+  SharedAlertOp ack;
+  ack.kind = SharedAlertOp::Kind::kAck;
+  ack.incident_id = "no-such-incident";
+  ack.acknowledged = true;
+  EXPECT_EQ(manager_->ApplyShared(ack).code(), StatusCode::kNotFound);
+  ASSERT_EQ(All()[0].run, "r2");  // newest first
+  ack.incident_id = All()[0].IncidentId();
+  ack.by = "bo";
+  ack.at = clock_.NowUnixSeconds();
+  ASSERT_TRUE(manager_->ApplyShared(ack).ok());
+  EXPECT_TRUE(All()[0].acknowledged);
+  EXPECT_EQ(All()[0].acknowledged_by, "bo");
+  EXPECT_EQ(All()[1].acknowledged_by, "ana");
+  EXPECT_EQ(Shared().size(), 3u) << "what was applied is not told again";
+  EXPECT_FALSE(SharedAlertOp::FromJson("{\"neither\": 1}").ok());
+  EXPECT_FALSE(SharedAlertOp::FromJson("not json").ok());
 }
 
 TEST_F(AlertManagerTest, SilenceThatAlreadyEndedIsRejected) {

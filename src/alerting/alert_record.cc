@@ -1,5 +1,8 @@
 #include "alerting/alert_record.h"
 
+#include <cstdio>
+#include <random>
+
 #include "common/glob.h"
 #include "notify/notification.h"
 
@@ -138,6 +141,7 @@ bool Silence::Matches(const AlertRecord& alert) const {
 
 nlohmann::json Silence::ToJson() const {
   return nlohmann::json{{"id", id},
+                        {"uid", uid},
                         {"project", project},
                         {"run", run},
                         {"kind", kind},
@@ -152,6 +156,7 @@ Result<Silence> Silence::FromJson(const nlohmann::json& j) {
   try {
     Silence s;
     s.id = j.value("id", uint64_t{0});
+    s.uid = j.value("uid", "");
     s.project = j.value("project", "");
     s.run = j.value("run", "");
     s.kind = j.value("kind", "");
@@ -164,6 +169,17 @@ Result<Silence> Silence::FromJson(const nlohmann::json& j) {
   } catch (const nlohmann::json::exception& e) {
     return Status::InvalidArgument(std::string("silence: ") + e.what());
   }
+}
+
+std::string Silence::NewUid() {
+  std::random_device random;
+  std::string uid;
+  for (int i = 0; i < 4; ++i) {
+    char part[9];
+    std::snprintf(part, sizeof part, "%08x", static_cast<unsigned>(random()));
+    uid += part;
+  }
+  return uid;
 }
 
 }  // namespace trainwatch::alerting

@@ -71,7 +71,8 @@ struct AlertRecord {
 // Mutes notifications of matching alerts between starts_at and ends_at (they are still recorded).
 // Empty matchers match everything; project, run and name accept globs (common/glob.h).
 struct Silence {
-  uint64_t id = 0;
+  uint64_t id = 0;  // this server's
+  std::string uid;  // the same on every node of a cluster (a random 128-bit hex number)
   std::string project, run, kind, name;
   std::string comment, created_by;
   double starts_at = 0, ends_at = 0;  // unix seconds
@@ -80,6 +81,8 @@ struct Silence {
   bool Matches(const AlertRecord& alert) const;
   nlohmann::json ToJson() const;
   static Result<Silence> FromJson(const nlohmann::json& j);
+  // A new uid: 32 hex digits from the system's random source.
+  static std::string NewUid();
 };
 
 }  // namespace trainwatch::alerting

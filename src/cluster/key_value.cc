@@ -77,6 +77,14 @@ Status KeyValue::Delete(std::string_view key) {
 }
 
 Result<std::vector<std::string>> KeyValue::Keys() {
+  TW_ASSIGN_OR_RETURN(auto entries, Entries());
+  std::vector<std::string> keys;
+  keys.reserve(entries.size());
+  for (auto& [key, entry] : entries) keys.push_back(std::move(key));
+  return keys;
+}
+
+Result<std::vector<std::pair<std::string, KeyValueEntry>>> KeyValue::Entries() {
   const std::string bucket = kvStore_Bucket(kv_);
   const std::string prefix = "$KV." + bucket + ".";
   const std::string filter = prefix + ">";
@@ -88,7 +96,7 @@ Result<std::vector<std::string>> KeyValue::Keys() {
   natsStatus s = js_GetStreamInfo(&raw, js_, ("KV_" + bucket).c_str(), &options, &error);
   std::unique_ptr<jsStreamInfo, StreamInfoDeleter> info(raw);
   if (s != NATS_OK) return FromNats(s, "list keys of " + bucket, error);
-  std::vector<std::string> keys;
+  std::vector<std::pair<std::string, KeyValueEntry>> entries;
   const jsStreamStateSubjects* subjects = info->State.Subjects;
   for (int i = 0; subjects != nullptr && i < subjects->Count; ++i) {
     std::string_view subject = subjects->List[i].Subject;
@@ -97,12 +105,22 @@ Result<std::vector<std::string>> KeyValue::Keys() {
     // The subject's last message may be a delete marker (a node that left): no value then.
     Result<KeyValueEntry> entry = Get(key);
     if (entry.ok()) {
-      keys.push_back(std::move(key));
+      entries.emplace_back(std::move(key), std::move(entry).value());
     } else if (entry.status().code() != StatusCode::kNotFound) {
       return entry.status();
     }
   }
-  return keys;
+  return entries;
+}
+
+Result<uint64_t> KeyValue::LastSequence() {
+  const std::string bucket = kvStore_Bucket(kv_);
+  jsStreamInfo* raw = nullptr;
+  jsErrCode error = static_cast<jsErrCode>(0);
+  natsStatus s = js_GetStreamInfo(&raw, js_, ("KV_" + bucket).c_str(), nullptr, &error);
+  std::unique_ptr<jsStreamInfo, StreamInfoDeleter> info(raw);
+  if (s != NATS_OK) return FromNats(s, "stream state of " + bucket, error);
+  return info->State.LastSeq;
 }
 
 }  // namespace trainwatch::cluster

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -49,6 +50,11 @@ class KeyValue {
   // of each, never through a consumer: libnats's kvStore_Keys creates one, and after a server of
   // the cluster was killed its listings timed out for over a minute here.
   Result<std::vector<std::string>> Keys();
+  // Every key that has a value now, with it; read as Keys is.
+  Result<std::vector<std::pair<std::string, KeyValueEntry>>> Entries();
+  // The sequence of the bucket stream's last message (0 when empty): it moves with every write
+  // and delete, so that a reader can tell the bucket has not changed without listing it.
+  Result<uint64_t> LastSequence();
 
  private:
   kvStore* kv_;

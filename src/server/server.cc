@@ -21,6 +21,7 @@
 #include "blob/s3_blob_backend.h"
 #include "cluster/cluster_node.h"
 #include "cluster/notified_record.h"
+#include "cluster/shared_records.h"
 #include "common/clock.h"
 #include "common/file_system.h"
 #include "common/logging.h"
@@ -71,6 +72,9 @@ struct Server::Parts {
   std::unique_ptr<api::LiveHub> live;
   std::unique_ptr<notify::NotificationOutbox> outbox;
   std::unique_ptr<alerting::AlertManager> alerts;
+  // Cluster mode only: silences and acknowledgements shared by every node; applies to `alerts`
+  // through the cluster's connection, so it is destroyed before both.
+  std::unique_ptr<cluster::SharedRecords> shared_alert_ops;
   // Reports stored when runs end (<data>/reports), made on the reporter's thread.
   std::unique_ptr<report::ReportStore> reports;
   std::unique_ptr<report::AutoReporter> reporter;
@@ -91,6 +95,7 @@ struct Server::Parts {
   ~Parts() {
     StopRetention();
     if (liveness) liveness->Stop();
+    if (shared_alert_ops) shared_alert_ops->Stop();
     if (cluster) cluster->Stop();
     if (reporter) reporter->Stop();
     if (alerts) alerts->Stop();
@@ -359,6 +364,23 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
     p->alerts->SetClusterGate(std::move(gate));
     p->cluster->SetGainedListener(
         [alerts = p->alerts.get()](const std::vector<uint32_t>&) { alerts->RequestTakeOver(); });
+    // Silences and acknowledgements made through any node hold on every node.
+    TW_RETURN_IF_ERROR(p->cluster->RetryJoin("the shared alert operations", [&]() -> Status {
+      TW_ASSIGN_OR_RETURN(
+          p->shared_alert_ops,
+          cluster::SharedRecords::Open(
+              p->cluster->jetstream(), cluster::SharedRecordsOptions{}, p->clock, log, p->metrics,
+              [alerts = p->alerts.get()](const std::string&, const std::string& value) -> Status {
+                TW_ASSIGN_OR_RETURN(alerting::SharedAlertOp op,
+                                    alerting::SharedAlertOp::FromJson(value));
+                return alerts->ApplyShared(op);
+              }));
+      return Status::Ok();
+    }));
+    p->alerts->SetSharedOpsListener(
+        [records = p->shared_alert_ops.get()](const alerting::SharedAlertOp& op) {
+          records->Put(op.Key(), op.ToJson());
+        });
   }
   p->alerts->Start();
   // The querier serves the API and the automatic reports.
@@ -534,6 +556,7 @@ Status Server::Shutdown() {
   parts_->audit->Stop();  // after HTTP: the last answers' entries are written
   parts_->StopRetention();
   parts_->liveness->Stop();
+  if (parts_->shared_alert_ops) parts_->shared_alert_ops->Stop();  // the API's last operations
   if (parts_->cluster) parts_->cluster->Stop();    // publishes drained, the applier stopped
   if (parts_->s3_blobs) parts_->s3_blobs->Stop();  // an upload in flight finishes first
   parts_->reporter->Stop();  // the reports of runs ended so far, while the engine is open

@@ -11,6 +11,9 @@ partition over tells the receivers what the cluster's notified record (the JetSt
   every node.
 - A NaN its owner notified before being killed: after the take-over nothing is sent again, and the
   resolution is sent once, by the new owner.
+- Silences and acknowledgements made through one node hold on every node (the JetStream bucket
+  `tw_alert_ops`): a silence made on one node mutes a run another node owns, an acknowledgement
+  made on one node shows on every node, and a silence expired through a third node ends everywhere.
 
 Waits are on conditions (harness.wait_until, the receiver's requests, /metrics), never on time.
 """
@@ -213,3 +216,49 @@ def test_an_incident_notified_before_its_owner_dies_is_not_notified_again(cluste
     wait_until(lambda: outboxes_idle(survivors), "the survivors' outboxes to be idle")
     assert len(nan_bodies(hook, run, "resolved")) == 1, hook.log()
     assert len(nan_bodies(hook, run)) == 1, hook.log()
+
+
+def silence_uids(node, include_expired=False):
+    params = {"all": "1"} if include_expired else None
+    return {s["uid"]: s for s in node.get_json("/api/v1/silences", params)["silences"]}
+
+
+def test_silences_and_acknowledgements_made_on_one_node_hold_on_every_node(cluster, hook):
+    nodes = cluster.nodes
+    made = nodes[0].post("/api/v1/silences", json.dumps({
+        "project": PROJECT, "run": "muted-*", "duration": "1h", "comment": "maintenance", "created_by": "ana"}))
+    assert made.status == 200, made
+    uid = made.json()["silence"]["uid"]
+    assert len(uid) == 32, made.json()
+    for n in nodes:
+        silence = wait_until(lambda n=n: silence_uids(n).get(uid), "the silence on %s" % n.url)
+        assert silence["comment"] == "maintenance" and silence["run"] == "muted-*", silence
+
+    # A muted run that tw1 owns, written through tw2: detected everywhere, silenced, sent by nobody.
+    muted = run_owned_by("tw1", "muted")
+    nodes[2].write_ok(records(muted, range(0, 30)) + records(muted, [30], nan_at=30))
+    for n in nodes:
+        alert = wait_until(lambda n=n: nan_alert(n, muted), "the nan alert of %s on %s" % (muted, n.url))
+        assert alert["status"] == "firing" and alert["silenced_by"] != 0, alert
+        assert alert["notified"] == "", alert
+
+    # An acknowledgement through tw2 of an alert tw0 owns (tw2's own alert id): shown on every node.
+    acked = run_owned_by("tw0", "acked")
+    nodes[0].write_ok(records(acked, range(0, 30)) + records(acked, [30], nan_at=30))
+    hook.wait_for(lambda r: is_nan(r, acked), timeout=60, what="the firing notification of %s" % acked)
+    local = wait_until(lambda: nan_alert(nodes[2], acked), "the nan alert of %s on tw2" % acked)
+    r = nodes[2].post("/api/v1/alerts/ack", json.dumps({"id": local["id"], "by": "bo"}))
+    assert r.status == 200 and r.json()["alert"]["acknowledged"], r
+    for n in nodes:
+        wait_until(lambda n=n: nan_alert(n, acked)["acknowledged_by"] == "bo",
+                   "the acknowledgement on %s" % n.url)
+
+    # Expired through tw1, by tw1's own id of it: ended on every node, kept in the full listing.
+    own_id = silence_uids(nodes[1])[uid]["id"]
+    r = nodes[1].post("/api/v1/silences/expire", json.dumps({"id": own_id}))
+    assert r.status == 200, r
+    for n in nodes:
+        wait_until(lambda n=n: uid not in silence_uids(n), "the silence to end on %s" % n.url)
+        assert uid in silence_uids(n, include_expired=True)
+    assert nan_bodies(hook, muted) == [], hook.log()
+    assert sum(metric(n, "trainwatch_cluster_shared_records_written_total") for n in nodes) == 3
