@@ -24,6 +24,7 @@ size_t LivenessMonitor::SweepOnce() {
     if (run.status != storage::RunStatus::kRunning || run.heartbeat_interval <= 0) continue;
     const double silent_since = std::max(run.last_heartbeat, started_at_);
     if (now - silent_since <= options_.missed_intervals * run.heartbeat_interval) continue;
+    if (options_.owns && !options_.owns(run.key.project, run.key.run)) continue;
     v1::WriteRequest request;
     v1::RunBatch* batch = request.add_runs();
     batch->set_project(run.key.project);

@@ -9,12 +9,15 @@
 // A later heartbeat sets the run running again (the engine does that when it applies it).
 //
 // A heartbeat applied between a sweep's look and its write is overtaken by the write; the run then
-// stays crashed until the writer's next heartbeat, one interval later.
+// stays crashed until the writer's next heartbeat, one interval later. In a cluster only the owner
+// of a run's partition watches it (LivenessOptions::owns).
 //
 // Thread-safety: SweepOnce may run on any thread; Start and Stop are called from one.
 #pragma once
 
 #include <condition_variable>
+#include <functional>
+#include <string>
 #include <thread>
 
 #include "common/clock.h"
@@ -28,6 +31,10 @@ namespace trainwatch::server {
 struct LivenessOptions {
   double missed_intervals = 3;  // silent this many intervals: crashed
   double sweep_interval_seconds = 1;
+  // Cluster mode: whether this node owns the run's partition. Only the owner declares a run
+  // crashed (through the stream, so every node applies the one declaration); a partition taken
+  // over is watched by its new owner from then on. Empty: every run (a single node).
+  std::function<bool(const std::string& project, const std::string& run)> owns;
 };
 
 class LivenessMonitor {

@@ -122,5 +122,24 @@ TEST_F(LivenessTest, SweepsOnItsOwnThread) {
   monitor.Stop();
 }
 
+// Cluster mode: only the owner of a run's partition declares it crashed.
+TEST_F(LivenessTest, InAClusterOnlyTheRunsOwnerDeclaresItCrashed) {
+  bool owned = false;
+  LivenessOptions options;
+  options.owns = [&](const std::string& project, const std::string& run) {
+    EXPECT_EQ(project, "p");
+    EXPECT_EQ(run, "r");
+    return owned;
+  };
+  LivenessMonitor monitor(*engine_, *ingestor_, clock_, logger_, options);
+  Heartbeat("r", 0.5);
+  clock_.Advance(10);
+  EXPECT_EQ(monitor.SweepOnce(), 0u) << "another node owns it";
+  EXPECT_EQ(Run("r").status, storage::RunStatus::kRunning);
+  owned = true;  // taken over
+  EXPECT_EQ(monitor.SweepOnce(), 1u);
+  EXPECT_EQ(Run("r").status, storage::RunStatus::kCrashed);
+}
+
 }  // namespace
 }  // namespace trainwatch::server

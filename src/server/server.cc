@@ -309,7 +309,20 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   Status first_pass = p->retention->RunOnce();  // refuse at once if the disk is already full
   if (!first_pass.ok()) log.Error("retention pass", {{"error", first_pass.ToString()}});
   p->retention_thread = std::thread([parts = p.get()] { parts->RetentionLoop(); });
-  p->liveness = std::make_unique<LivenessMonitor>(*p->engine, *p->ingestor, p->clock, log);
+  // Cluster mode: whether this node holds the lease of a run's partition; it watches the run's
+  // liveness and notifies its alerts.
+  std::function<bool(const std::string&, const std::string&)> owns_run;
+  if (p->cluster) {
+    owns_run = [node = p->cluster.get()](const std::string& project, const std::string& run) {
+      const std::vector<uint32_t> owned = node->OwnedPartitions();
+      return std::find(owned.begin(), owned.end(), node->PartitionOfRun(project, run)) !=
+             owned.end();
+    };
+  }
+  LivenessOptions liveness_options;
+  liveness_options.owns = owns_run;
+  p->liveness = std::make_unique<LivenessMonitor>(*p->engine, *p->ingestor, p->clock, log,
+                                                  liveness_options);
   p->liveness->Start();
   p->live = std::make_unique<api::LiveHub>(p->metrics);
 
@@ -353,11 +366,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
           record->Mark(n.idempotency_key);
         });
     alerting::ClusterGate gate;
-    gate.owns = [node = p->cluster.get()](const std::string& project, const std::string& run) {
-      const std::vector<uint32_t> owned = node->OwnedPartitions();
-      return std::find(owned.begin(), owned.end(), node->PartitionOfRun(project, run)) !=
-             owned.end();
-    };
+    gate.owns = owns_run;
     gate.delivered = [record = p->notified.get()](const std::string& key) {
       return record->Contains(key);
     };

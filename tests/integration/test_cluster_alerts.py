@@ -11,6 +11,8 @@ partition over tells the receivers what the cluster's notified record (the JetSt
   every node.
 - A NaN its owner notified before being killed: after the take-over nothing is sent again, and the
   resolution is sent once, by the new owner.
+- A run whose writer stops sending heartbeats is declared crashed once, by its owner alone, and
+  every node shows it crashed.
 - Silences and acknowledgements made through one node hold on every node (the JetStream bucket
   `tw_alert_ops`): a silence made on one node mutes a run another node owns, an acknowledgement
   made on one node shows on every node, and a silence expired through a third node ends everywhere.
@@ -24,7 +26,7 @@ import re
 import pytest
 
 from conftest import BIN
-from harness import wait_until
+from harness import ingest_pb, wait_until
 from harness.nats_cluster import TrainwatchCluster, nats_available
 from receivers import HttpReceiver
 
@@ -262,3 +264,19 @@ def test_silences_and_acknowledgements_made_on_one_node_hold_on_every_node(clust
         assert uid in silence_uids(n, include_expired=True)
     assert nan_bodies(hook, muted) == [], hook.log()
     assert sum(metric(n, "trainwatch_cluster_shared_records_written_total") for n in nodes) == 3
+
+
+def test_a_silent_run_is_declared_crashed_once_by_its_owner(cluster):
+    nodes = cluster.nodes
+    pb = ingest_pb.load()
+    run = run_owned_by("tw1", "silent")
+    req = pb.WriteRequest()
+    batch = req.runs.add(project=PROJECT, run=run)
+    batch.heartbeat.interval_seconds = 0.5
+    r = ingest_pb.post(nodes[2], req)  # through a node that does not own it
+    assert r.status == 200 and r.json()["errors"] == [], r
+    for n in nodes:
+        wait_until(lambda n=n: n.get_json("/api/v1/run", {"project": PROJECT, "run": run})["status"] == "crashed",
+                   "%s to be crashed on %s" % (run, n.url))
+    declared = [n.stderr_text().count("marked crashed") for n in nodes]
+    assert declared == [0, 1, 0], declared
