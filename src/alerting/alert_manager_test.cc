@@ -109,6 +109,14 @@ class AlertManagerTest : public testing::Test {
     if (heartbeat > 0) batch->mutable_heartbeat()->set_interval_seconds(heartbeat);
     manager_->OnCommit(request);
   }
+  // A silence of project p's nan alerts for an hour.
+  Result<Silence> SilenceNanOfProjectP() {
+    Silence s;
+    s.project = "p";
+    s.kind = "nan";
+    s.ends_at = clock_.NowUnixSeconds() + 3600;
+    return manager_->AddSilence(s);
+  }
   std::vector<SharedAlertOp> Shared() {
     MutexLock lock(mu_);
     return shared_;
@@ -215,11 +223,7 @@ TEST_F(AlertManagerTest, AfterTheCooldownARecurrenceIsANewAlert) {
 }
 
 TEST_F(AlertManagerTest, SilencedAlertsAreRecordedButNotSent) {
-  Silence s;
-  s.project = "p";
-  s.kind = "nan";
-  s.ends_at = clock_.NowUnixSeconds() + 3600;
-  auto added = manager_->AddSilence(s);
+  auto added = SilenceNanOfProjectP();
   ASSERT_TRUE(added.ok()) << added.status().ToString();
   WriteHealthy(0, 100);
   Write(100, NAN);
@@ -239,11 +243,7 @@ TEST_F(AlertManagerTest, SilencedAlertsAreRecordedButNotSent) {
 // the listener with the cluster-wide identities (a silence's uid, an alert's incident id), and what
 // another node did is applied, idempotently, without being told again.
 TEST_F(AlertManagerTest, SilencesAndAcknowledgementsAreSharedByUidAndIncident) {
-  Silence s;
-  s.project = "p";
-  s.kind = "nan";
-  s.ends_at = clock_.NowUnixSeconds() + 3600;
-  auto added = manager_->AddSilence(s);
+  auto added = SilenceNanOfProjectP();
   ASSERT_TRUE(added.ok()) << added.status().ToString();
   EXPECT_EQ(added->uid.size(), 32u);
   ASSERT_TRUE(manager_->ExpireSilence(added->id).ok());
