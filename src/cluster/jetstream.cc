@@ -74,16 +74,30 @@ JetStream::~JetStream() {
   natsConnection_Destroy(connection_);
 }
 
-Status JetStream::EnsureStream(const StreamSpec& spec) {
+Status JetStream::EnsureStream(const StreamSpec& spec, bool* max_age_changed) {
+  if (max_age_changed != nullptr) *max_age_changed = false;
+  const int64_t max_age_ns = spec.max_age_ms * 1000 * 1000;
+  int64_t duplicates_ns = spec.duplicate_window_ms * 1000 * 1000;
+  if (max_age_ns > 0 && duplicates_ns > max_age_ns) duplicates_ns = max_age_ns;
   jsErrCode error = static_cast<jsErrCode>(0);
   jsStreamInfo* raw = nullptr;
   natsStatus s = js_GetStreamInfo(&raw, js_, spec.name.c_str(), nullptr, &error);
   StreamInfoPtr info(raw);
   if (s == NATS_OK) {
-    if (std::string why = Difference(info->Config[0], spec); !why.empty()) {
+    jsStreamConfig& have = info->Config[0];
+    if (std::string why = Difference(have, spec); !why.empty()) {
       return Status::InvalidArgument("stream " + spec.name + " exists but " + why);
     }
-    return Status::Ok();
+    if (have.MaxAge == max_age_ns) return Status::Ok();
+    // An update of the existing stream (never a delete and create, above): the config as the
+    // server has it with another MaxAge (and a duplicate window that fits in it).
+    have.MaxAge = max_age_ns;
+    if (max_age_ns > 0 && have.Duplicates > max_age_ns) have.Duplicates = max_age_ns;
+    jsStreamInfo* updated = nullptr;
+    s = js_UpdateStream(&updated, js_, &have, nullptr, &error);
+    jsStreamInfo_Destroy(updated);
+    if (s == NATS_OK && max_age_changed != nullptr) *max_age_changed = true;
+    return FromNats(s, "update max_age of stream " + spec.name, error);
   }
   if (s != NATS_NOT_FOUND) return FromNats(s, "look up stream " + spec.name, error);
   jsStreamConfig config;
@@ -94,12 +108,33 @@ Status JetStream::EnsureStream(const StreamSpec& spec) {
   config.SubjectsLen = static_cast<int>(subjects.size());
   config.Storage = js_FileStorage;
   config.Replicas = spec.replicas;
-  config.Duplicates = spec.duplicate_window_ms * 1000 * 1000;  // nanoseconds
-  config.MaxAge = spec.max_age_ms * 1000 * 1000;
+  config.Duplicates = duplicates_ns;
+  config.MaxAge = max_age_ns;
   raw = nullptr;
   s = js_AddStream(&raw, js_, &config, nullptr, &error);
   info.reset(raw);
   return FromNats(s, "create stream " + spec.name, error);
+}
+
+Status JetStream::PurgeSubject(std::string_view stream, std::string_view subject) {
+  const std::string name(stream);
+  const std::string filter(subject);
+  jsOptions options;
+  jsOptions_Init(&options);
+  options.Stream.Purge.Subject = filter.c_str();
+  jsErrCode error = static_cast<jsErrCode>(0);
+  return FromNats(js_PurgeStream(js_, name.c_str(), &options, &error),
+                  "purge " + filter + " of " + name, error);
+}
+
+Status JetStream::PurgeBefore(std::string_view stream, uint64_t sequence) {
+  const std::string name(stream);
+  jsOptions options;
+  jsOptions_Init(&options);
+  options.Stream.Purge.Sequence = sequence;
+  jsErrCode error = static_cast<jsErrCode>(0);
+  return FromNats(js_PurgeStream(js_, name.c_str(), &options, &error),
+                  "purge " + name + " below " + std::to_string(sequence), error);
 }
 
 Result<StreamState> JetStream::GetStreamState(std::string_view stream) {

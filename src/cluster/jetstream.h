@@ -59,8 +59,15 @@ class JetStream {
 
   // Creates the stream, or checks that the existing one has the same subjects and replicas
   // (InvalidArgument naming the difference). Never deletes or re-creates a stream: on NATS 2.9
-  // re-creating a stream by name can leave a replica missing messages (nats-server #4174).
-  Status EnsureStream(const StreamSpec& spec);
+  // re-creating a stream by name can leave a replica missing messages (nats-server #4174). An
+  // existing stream whose max_age differs from spec.max_age_ms is updated in place (a stream
+  // update, which keeps its messages); *max_age_changed (if given) says whether that happened.
+  // The duplicate window is capped at max_age (NATS refuses a longer one).
+  Status EnsureStream(const StreamSpec& spec, bool* max_age_changed = nullptr);
+  // Removes the stream's messages on `subject` (a filter; may hold wildcards).
+  Status PurgeSubject(std::string_view stream, std::string_view subject);
+  // Removes the stream's messages with a sequence below `sequence` (tests; what max_age does).
+  Status PurgeBefore(std::string_view stream, uint64_t sequence);
   Result<StreamState> GetStreamState(std::string_view stream);
 
   // Publishes and waits for the stream's acknowledgement (stored on a quorum of replicas).

@@ -6,6 +6,7 @@
 
 #include <rocksdb/db.h>
 #include <rocksdb/options.h>
+#include <rocksdb/utilities/checkpoint.h>
 #include <rocksdb/write_batch.h>
 
 #include "storage/binary_io.h"
@@ -260,6 +261,17 @@ uint64_t ChunkStore::DiskBytes() const {
     return Status::Ok();
   });
   return sst + wal;
+}
+
+Status ChunkStore::CreateCheckpoint(const std::string& dir) {
+  return db_->With([&](rocksdb::DB& db) {
+    rocksdb::Checkpoint* raw = nullptr;
+    TW_RETURN_IF_ERROR(FromRocks(rocksdb::Checkpoint::Create(&db, &raw), "store checkpoint"));
+    std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
+    // log_size_for_flush 0: the memtables are flushed first, so the copy needs no RocksDB log.
+    return FromRocks(checkpoint->CreateCheckpoint(dir, /*log_size_for_flush=*/0),
+                     "store checkpoint into " + dir);
+  });
 }
 
 Status ChunkStore::CompactAll() {

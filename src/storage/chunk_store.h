@@ -122,6 +122,11 @@ class ChunkStore {
   uint64_t DiskBytes() const;
   // Compacts everything (benchmarks measure the settled size).
   Status CompactAll();
+  // Writes a consistent copy of the database as it is now into `dir` (which must not exist; on
+  // the same file system its files are hard links): RocksDB's Checkpoint, after a flush of the
+  // memtables. What the copy holds is the store at one point; callers that need it to match a
+  // log position stop writing first (cluster snapshots, docs/cluster.md).
+  Status CreateCheckpoint(const std::string& dir);
 
  private:
   explicit ChunkStore(std::unique_ptr<StoreDb> db);

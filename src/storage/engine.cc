@@ -640,6 +640,11 @@ Status Engine::Close() {
   return status;
 }
 
+Status Engine::SnapshotStore(const std::string& dir) {
+  TW_RETURN_IF_ERROR(Checkpoint().WithContext("checkpoint before a store snapshot"));
+  return store_->CreateCheckpoint(dir);
+}
+
 uint64_t Engine::DiskBytes() const { return store_->DiskBytes() + log_->DiskBytes(); }
 
 }  // namespace trainwatch::storage

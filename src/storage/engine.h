@@ -142,6 +142,12 @@ class Engine {
   Status Checkpoint();
   // Checkpoints and stops; later writes fail with Unavailable.
   Status Close();
+  // Checkpoints, then writes a copy of the store into `dir` (ChunkStore::CreateCheckpoint): the
+  // copy holds every record applied before the call, sealed, with the writer sequences and the
+  // checkpoint LSN that cover them, and needs no write-ahead log. Records applied meanwhile may
+  // be in it in part: a caller that needs a copy matching its writer sequences makes no writes
+  // until it returns (cluster snapshots, docs/cluster.md).
+  Status SnapshotStore(const std::string& dir);
 
   // --- reads ---
   std::vector<RunInfo> ListRuns() const;
