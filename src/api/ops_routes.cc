@@ -48,6 +48,28 @@ void RegisterOpsRoutes(HttpServer& server, ApiContext& ctx) {
     body += "}\n";
     respond(HttpResponse::Json(200, std::move(body)));
   });
+  // Cluster mode: a store snapshot of this node, published to the cluster now (docs/cluster.md,
+  // bounded rebuild). Answers the manifest written; 409 when a snapshot covering as much is in
+  // place, 503 without NATS. Runs on a query thread: it copies and uploads the store.
+  if (ctx.cluster_snapshot) {
+    RouteOptions admin = RouteOptions::Scoped(auth::Scope::kAdmin);
+    admin.offload = true;
+    server.Route(
+        "POST", "/api/v1/cluster/snapshot",
+        [&ctx](HttpRequest&&, Responder respond) {
+          Result<std::string> manifest = ctx.cluster_snapshot();
+          if (!manifest.ok()) {
+            const int code = manifest.status().code() == StatusCode::kAlreadyExists
+                                 ? 409
+                                 : HttpStatusOf(manifest.status());
+            return respond(HttpResponse::Error(code, manifest.status().message()));
+          }
+          HttpResponse r = HttpResponse::Json(200, *manifest + "\n");
+          r.audit_target = "cluster snapshot";
+          respond(std::move(r));
+        },
+        admin);
+  }
 }
 
 }  // namespace trainwatch::api

@@ -38,6 +38,9 @@ struct ApiContext {
   // Cluster mode: what this node knows of its cluster (the "cluster" field of /api/v1/info; must
   // not wait for NATS). Null on a single node.
   std::function<ClusterInfo()> cluster_info;
+  // Cluster mode: publishes a store snapshot of this node now (POST /api/v1/cluster/snapshot,
+  // admin); returns the manifest's JSON. Null on a single node.
+  std::function<Result<std::string>()> cluster_snapshot;
   // The notification outbox's health (NotificationOutbox::Health: the disk refused an enqueue);
   // /healthz reports it. Null without an outbox.
   std::function<Status()> outbox_health;

@@ -33,6 +33,41 @@ constexpr const char* kPartitionsKey = "partitions";
 constexpr double kJoinSeconds = 60;
 constexpr double kJoinRetrySeconds = 0.5;
 
+// The snapshot loop looks at the newest snapshot's age this often (at most).
+constexpr double kSnapshotCheckSeconds = 60;
+
+// Runs `step` until it succeeds, is refused (InvalidArgument), or kJoinSeconds have passed.
+Status RetryFor(Clock& clock, Logger& log, const char* what, const std::function<Status()>& step) {
+  const int64_t deadline = clock.MonotonicNanos() + static_cast<int64_t>(kJoinSeconds * 1e9);
+  bool told = false;
+  Mutex mu;
+  std::condition_variable cv;
+  for (;;) {
+    Status s = step();
+    if (s.ok() || s.code() == StatusCode::kInvalidArgument) return s.WithContext(what);
+    if (clock.MonotonicNanos() >= deadline) return s.WithContext(what);
+    if (!told) log.Info("waiting for the NATS cluster", {{"step", what}, {"error", s.ToString()}});
+    told = true;
+    MutexLock lock(mu);
+    clock.WaitFor(lock.native(), cv, kJoinRetrySeconds, [] { return false; });
+  }
+}
+
+StreamSpec IngestStreamSpec(const ClusterNodeOptions& options) {
+  StreamSpec spec;
+  spec.name = options.stream;
+  spec.subjects = {kIngestSubjects};
+  spec.replicas = options.replicas;
+  spec.max_age_ms = static_cast<int64_t>(options.stream_max_age_seconds * 1000);
+  return spec;
+}
+
+SnapshotStoreOptions SnapshotOptions(const ClusterNodeOptions& options) {
+  SnapshotStoreOptions snapshot_options;
+  snapshot_options.replicas = options.replicas;
+  return snapshot_options;
+}
+
 }  // namespace
 
 ClusterNode::ClusterNode(const ClusterNodeOptions& options, storage::Engine& engine, Clock& clock,
@@ -53,7 +88,13 @@ ClusterNode::ClusterNode(const ClusterNodeOptions& options, storage::Engine& eng
           "trainwatch_cluster_duplicates_total",
           "Partition messages JetStream acknowledged as duplicates (a resent batch).")),
       applied_messages_(metrics.AddCounter("trainwatch_cluster_applied_total",
-                                           "Stream messages applied to this node's store.")) {
+                                           "Stream messages applied to this node's store.")),
+      stream_gaps_(metrics.AddCounter(
+          "trainwatch_cluster_stream_gap_messages_total",
+          "Ingest-stream messages removed (max_age) before this node applied them: its store "
+          "misses them (rebuild it on an empty data directory).")),
+      snapshots_published_(metrics.AddCounter("trainwatch_cluster_snapshots_published_total",
+                                              "Store snapshots this node published.")) {
   metrics.AddGauge("trainwatch_cluster_partitions", "Partitions of the cluster.",
                    [n = options.partitions] { return static_cast<double>(n); });
   metrics.AddGauge("trainwatch_cluster_partitions_owned",
@@ -95,11 +136,14 @@ Result<std::unique_ptr<ClusterNode>> ClusterNode::Connect(const ClusterNodeOptio
     return Status::Ok();
   }));
   TW_RETURN_IF_ERROR(n.RetryJoin("the ingest stream", [&]() -> Status {
-    StreamSpec spec;
-    spec.name = options.stream;
-    spec.subjects = {kIngestSubjects};
-    spec.replicas = options.replicas;
-    return n.js_->EnsureStream(spec);
+    return n.js_->EnsureStream(IngestStreamSpec(options));  // PrepareStore set its max_age
+  }));
+  TW_RETURN_IF_ERROR(n.RetryJoin("the snapshot stream and bucket", [&]() -> Status {
+    TW_ASSIGN_OR_RETURN(std::unique_ptr<SnapshotStore> snapshots,
+                        SnapshotStore::Open(*n.js_, PosixFileSystem(), SnapshotOptions(options)));
+    MutexLock lock(n.snapshot_mu_);
+    n.snapshots_ = std::move(snapshots);
+    return Status::Ok();
   }));
   // The partition count is the cluster's, fixed by the first node: a node that disagrees would
   // put runs in other partitions than the rest.
@@ -130,6 +174,23 @@ Result<std::unique_ptr<ClusterNode>> ClusterNode::Connect(const ClusterNodeOptio
   node->balancer_ = std::make_unique<PartitionBalancer>(node->membership_.get(),
                                                         node->leases_.get(), options.partitions);
   node->applied_ = node->LastAppliedSequence();
+  node->start_applied_ = node->applied_.load();
+  // The stream must still hold every message after what the store holds (PrepareStore installed
+  // a snapshot if it did not; this catches what the log replay brought in too).
+  Result<StreamState> state = Status::Unavailable("not read");
+  TW_RETURN_IF_ERROR(n.RetryJoin("the ingest stream's state", [&]() -> Status {
+    state = n.js_->GetStreamState(options.stream);
+    return state.status();
+  }));
+  const uint64_t needed = node->applied_.load() + 1;
+  if (state->last_sequence >= needed && state->first_sequence > needed) {
+    return Status::InvalidArgument(
+        "this node's store ends at ingest-stream sequence " + std::to_string(needed - 1) +
+        " but the stream starts at " + std::to_string(state->first_sequence) +
+        " (messages before it were removed: --cluster-stream-max-age); start the node on an empty "
+        "data directory to rebuild it from the cluster's store snapshot");
+  }
+  node->join_last_sequence_ = state->last_sequence;
   logger.Info("joined the cluster", {{"node", options.node_name},
                                      {"nats", node->js_->ConnectedUrl()},
                                      {"partitions", static_cast<uint64_t>(options.partitions)},
@@ -167,6 +228,7 @@ void ClusterNode::Run() {
   applier_ = std::thread([this] { ApplyLoop(); });
   balancer_thread_ = std::thread([this] { BalanceLoop(); });
   observer_thread_ = std::thread([this] { ObserveLoop(); });
+  snapshot_thread_ = std::thread([this] { SnapshotLoop(); });
 }
 
 void ClusterNode::Stop() {
@@ -181,6 +243,7 @@ void ClusterNode::Stop() {
   if (applier_.joinable()) applier_.join();
   if (balancer_thread_.joinable()) balancer_thread_.join();
   if (observer_thread_.joinable()) observer_thread_.join();
+  if (snapshot_thread_.joinable()) snapshot_thread_.join();
   {
     MutexLock lock(mu_);  // jobs queued when nothing ran (Run was never called)
     for (std::deque<PublishJob>& queue : queues_) {
@@ -304,6 +367,12 @@ void ClusterNode::ApplyLoop() {
   bool warned = false;
   int idle_behind = 0;   // empty fetches in a row while the stream holds more than was applied
   int stuck_rounds = 0;  // times idle_behind reached kStuckFetches without a message since
+  bool caught_up = applied_.load() >= join_last_sequence_;
+  if (caught_up) {
+    log_.Info("caught up with the ingest stream", {{"from_sequence", start_applied_ + 1},
+                                                   {"applied_sequence", applied_.load()},
+                                                   {"messages", static_cast<uint64_t>(0)}});
+  }
   for (;;) {
     {
       MutexLock lock(mu_);
@@ -365,16 +434,37 @@ void ClusterNode::ApplyLoop() {
     stuck_rounds = 0;
     if (warned) log_.Info("reading the ingest stream again");
     warned = false;
-    if (Status s = ApplyMessages(*messages); !s.ok()) {
+    if (const uint64_t first = messages->front().sequence; first > applied_.load() + 1) {
+      // Removed by max_age before this node read them (it was down, or far behind).
+      const uint64_t missing = first - applied_.load() - 1;
+      stream_gaps_.Add(missing);
+      log_.Error(
+          "ingest-stream messages were removed before this node applied them: its store misses "
+          "them (start it on an empty data directory to rebuild it from a snapshot)",
+          {{"from_sequence", applied_.load() + 1}, {"to_sequence", first - 1}});
+    }
+    Status applied_status;
+    {
+      MutexLock pause(apply_mu_);  // a snapshot copies the store between two fetches
+      applied_status = ApplyMessages(*messages);
+      if (applied_status.ok()) applied_ = messages->back().sequence;
+    }
+    if (!applied_status.ok()) {
       // What was applied is a prefix (a refused write fences the ones after it): start again
       // after it once the engine takes writes.
-      log_.Error("applying the ingest stream", {{"error", s.ToString()}});
+      log_.Error("applying the ingest stream", {{"error", applied_status.ToString()}});
       reader.reset();
       applied_ = LastAppliedSequence();
       if (WaitOrStop(kRetrySeconds)) return;
       continue;
     }
-    applied_ = messages->back().sequence;
+    if (!caught_up && applied_.load() >= join_last_sequence_) {
+      caught_up = true;
+      log_.Info("caught up with the ingest stream",
+                {{"from_sequence", start_applied_ + 1},
+                 {"applied_sequence", applied_.load()},
+                 {"messages", applied_.load() - start_applied_}});
+    }
   }
 }
 
@@ -413,6 +503,130 @@ Status ClusterNode::ApplyMessages(const std::vector<StreamMessage>& messages) {
   pending->cv.wait(lock.native(), [&]() TW_REQUIRES(pending->mu) { return pending->left == 0; });
   applied_messages_.Add(messages.size());
   return pending->first_error;
+}
+
+Result<StoreBootstrapReport> ClusterNode::PrepareStore(const ClusterNodeOptions& options,
+                                                       const std::string& data_dir, FileSystem& fs,
+                                                       Clock& clock, Logger& logger) {
+  std::unique_ptr<JetStream> js;
+  TW_RETURN_IF_ERROR(RetryFor(clock, logger, "connect to NATS", [&]() -> Status {
+    JetStreamOptions js_options;
+    js_options.servers = options.servers;
+    js_options.connection_name = "trainwatch " + options.node_name + " (start)";
+    TW_ASSIGN_OR_RETURN(js, JetStream::Connect(js_options));
+    return Status::Ok();
+  }));
+  std::unique_ptr<SnapshotStore> snapshots;
+  TW_RETURN_IF_ERROR(RetryFor(clock, logger, "the ingest and snapshot streams", [&]() -> Status {
+    bool changed = false;
+    TW_RETURN_IF_ERROR(js->EnsureStream(IngestStreamSpec(options), &changed));
+    if (changed) {
+      logger.Warn(
+          "the ingest stream's max_age was changed to this node's --cluster-stream-max-age",
+          {{"stream", options.stream}, {"max_age_seconds", options.stream_max_age_seconds}});
+    }
+    TW_ASSIGN_OR_RETURN(snapshots, SnapshotStore::Open(*js, fs, SnapshotOptions(options)));
+    return Status::Ok();
+  }));
+  StoreBootstrapOptions bootstrap;
+  bootstrap.data_dir = data_dir;
+  bootstrap.stream = options.stream;
+  bootstrap.writer = "cluster/" + options.stream;
+  Result<StoreBootstrapReport> report = Status::Unavailable("not run");
+  TW_RETURN_IF_ERROR(RetryFor(clock, logger, "the store snapshot", [&]() -> Status {
+    report = BootstrapStore(*js, snapshots.get(), fs, bootstrap, clock, logger);
+    // A bad snapshot does not get better by downloading it again.
+    if (report.status().code() == StatusCode::kCorruption) {
+      return Status::InvalidArgument(report.status().message());
+    }
+    return report.status();
+  }));
+  return report;
+}
+
+Result<SnapshotManifest> ClusterNode::TakeSnapshot() {
+  MutexLock one(snapshot_mu_);
+  if (!snapshots_) return Status::Unavailable("the snapshot stream is not open");
+  if (options_.snapshot_dir.empty()) return Status::InvalidArgument("no snapshot directory");
+  FileSystem& fs = PosixFileSystem();
+  const int64_t started = clock_.MonotonicNanos();
+  const auto created_ms = static_cast<uint64_t>(clock_.NowUnixSeconds() * 1000);
+  const std::string dir = options_.snapshot_dir + "/taking";
+  // A copy a crash left behind (flat: RocksDB's checkpoint makes no subdirectories).
+  if (fs.Exists(dir)) {
+    TW_ASSIGN_OR_RETURN(std::vector<std::string> names, fs.ListDir(dir));
+    for (const std::string& name : names) TW_RETURN_IF_ERROR(fs.RemoveFile(dir + "/" + name));
+    TW_RETURN_IF_ERROR(fs.RemoveDir(dir));
+  }
+  TW_RETURN_IF_ERROR(fs.CreateDirs(options_.snapshot_dir));
+  {
+    MutexLock pause(apply_mu_);  // nothing is applied while the store is copied
+    TW_RETURN_IF_ERROR(engine_.SnapshotStore(dir).WithContext("copying the store"));
+  }
+  auto cleanup = [&] {
+    Result<std::vector<std::string>> names = fs.ListDir(dir);
+    if (names.ok()) {
+      for (const std::string& name : *names) (void)fs.RemoveFile(dir + "/" + name);
+    }
+    (void)fs.RemoveDir(dir);
+  };
+  // What the copy covers is read from the copy itself.
+  Result<StoreMarks> marks = ReadStoreMarks(dir, applier_writer());
+  if (!marks.ok()) {
+    cleanup();
+    return marks.status().WithContext("reading the store copy");
+  }
+  SnapshotManifest manifest;
+  manifest.node = options_.node_name;
+  manifest.stream = options_.stream;
+  manifest.covered_sequence = marks->sequence;
+  manifest.checkpoint_lsn = marks->checkpoint_lsn;
+  manifest.created_unix = static_cast<double>(created_ms) / 1000;
+  manifest.id =
+      options_.node_name + "-" + std::to_string(marks->sequence) + "-" + std::to_string(created_ms);
+  Result<SnapshotManifest> published = snapshots_->Publish(dir, std::move(manifest));
+  cleanup();
+  if (!published.ok()) return published.status().WithContext("publishing a store snapshot");
+  snapshots_published_.Add();
+  log_.Info("published a store snapshot",
+            {{"snapshot", published->id},
+             {"covered_sequence", published->covered_sequence},
+             {"bytes", published->total_bytes()},
+             {"files", static_cast<uint64_t>(published->files.size())},
+             {"pieces", published->pieces()},
+             {"seconds", static_cast<double>(clock_.MonotonicNanos() - started) / 1e9}});
+  return published;
+}
+
+void ClusterNode::SnapshotLoop() {
+  if (options_.snapshot_interval_seconds <= 0) return;
+  const double check_seconds = std::min(kSnapshotCheckSeconds, options_.snapshot_interval_seconds);
+  for (;;) {
+    if (WaitOrStop(check_seconds)) return;
+    {
+      MutexLock lock(mu_);
+      if (owned_.empty() || !owned_[0]) continue;
+    }
+    double newest_created = 0;
+    uint64_t newest_covered = 0;
+    {
+      MutexLock one(snapshot_mu_);
+      if (!snapshots_) continue;
+      Result<SnapshotManifest> latest = snapshots_->Latest();
+      if (latest.ok()) {
+        newest_created = latest->created_unix;
+        newest_covered = latest->covered_sequence;
+      } else if (latest.status().code() != StatusCode::kNotFound) {
+        continue;  // NATS unreachable: next time
+      }
+    }
+    if (applied_.load() <= newest_covered) continue;  // nothing new to cover
+    if (clock_.NowUnixSeconds() - newest_created < options_.snapshot_interval_seconds) continue;
+    Result<SnapshotManifest> taken = TakeSnapshot();
+    if (!taken.ok() && taken.status().code() != StatusCode::kAlreadyExists) {
+      log_.Warn("taking a store snapshot", {{"error", taken.status().ToString()}});
+    }
+  }
 }
 
 void ClusterNode::BalanceLoop() {

@@ -35,8 +35,11 @@
 #include "cluster/membership.h"
 #include "cluster/partition_balancer.h"
 #include "cluster/partition_leases.h"
+#include "cluster/snapshot.h"
+#include "cluster/store_bootstrap.h"
 #include "cluster/stream_reader.h"
 #include "common/clock.h"
+#include "common/file_system.h"
 #include "common/logging.h"
 #include "common/metrics_registry.h"
 #include "common/mutex.h"
@@ -57,6 +60,14 @@ struct ClusterNodeOptions {
   std::string stream = "TRAINWATCH_INGEST";
   int publish_threads = 4;
   size_t max_queued_publishes = 4096;  // more waiting than this: Unavailable
+  // Bounded rebuild (docs/cluster.md): the ingest stream keeps a message this long (0: for
+  // ever; set on creation, and on an existing stream by a stream update), and the holder of
+  // partition 0's lease publishes a store snapshot once the newest is this old (0: only when
+  // asked, TakeSnapshot). A store copy is made under snapshot_dir (on the store's file system:
+  // its files are hard links) while it is published.
+  double stream_max_age_seconds = 7 * 86400;
+  double snapshot_interval_seconds = 3600;
+  std::string snapshot_dir;  // required for snapshots: <data dir>/snapshots
 };
 
 // The subjects of the ingest stream: one per partition, under "tw.ingest.".
@@ -92,6 +103,13 @@ class ClusterNode {
   static Result<std::unique_ptr<ClusterNode>> Connect(const ClusterNodeOptions& options,
                                                       storage::Engine& engine, Clock& clock,
                                                       Logger& logger, MetricsRegistry& metrics);
+  // Before the engine opens (cluster/store_bootstrap.h): connects, creates or checks the ingest
+  // stream (with its max_age) and the snapshot stream, and installs the cluster's newest store
+  // snapshot into `data_dir` when the store there is empty or ends before the stream's first
+  // message. InvalidArgument when the node cannot be made whole.
+  static Result<StoreBootstrapReport> PrepareStore(const ClusterNodeOptions& options,
+                                                   const std::string& data_dir, FileSystem& fs,
+                                                   Clock& clock, Logger& logger);
   ~ClusterNode();  // Stop()
   ClusterNode(const ClusterNode&) = delete;
   ClusterNode& operator=(const ClusterNode&) = delete;
@@ -126,6 +144,12 @@ class ClusterNode {
   // The engine writer id the applier writes as.
   std::string applier_writer() const { return "cluster/" + options_.stream; }
 
+  // Publishes a snapshot of this node's store (cluster/snapshot.h): the applier pauses while the
+  // engine checkpoints and RocksDB copies the store (hard links), then the copy's files go to the
+  // snapshot stream and its manifest to the bucket. AlreadyExists when a snapshot covering as much
+  // is in place; Unavailable without NATS. One at a time per node (a second call waits).
+  Result<SnapshotManifest> TakeSnapshot();
+
   // Runs `step` until it succeeds, is refused (InvalidArgument), or joining has taken too long
   // (60 s): for what a server sets up in the cluster as it starts (a bucket of its own), with the
   // patience of joining, since a NATS cluster may still be electing leaders.
@@ -145,6 +169,9 @@ class ClusterNode {
   // Writes `messages` to the engine in order and waits for them; OK when all were applied.
   Status ApplyMessages(const std::vector<StreamMessage>& messages);
   void BalanceLoop();
+  // Publishes a snapshot when this node holds partition 0 and the newest one is older than the
+  // snapshot interval.
+  void SnapshotLoop();
   // Refreshes the view every quarter of the lease, on its own thread: reads from NATS that time
   // out must not delay the balancer's renewals.
   void ObserveLoop();
@@ -166,8 +193,13 @@ class ClusterNode {
   std::unique_ptr<Membership> membership_;
   std::unique_ptr<PartitionLeases> leases_;  // the balancer thread's only
   std::unique_ptr<PartitionBalancer> balancer_;
+  std::unique_ptr<SnapshotStore> snapshots_ TW_GUARDED_BY(snapshot_mu_);
   std::function<void(const std::vector<uint32_t>&)> on_gained_;  // set before Run
 
+  // Held by the applier while it writes a fetch to the engine, and by TakeSnapshot while the
+  // store is copied: the copy then matches the store's writer sequences exactly.
+  Mutex apply_mu_;
+  Mutex snapshot_mu_;  // one snapshot at a time; the snapshot store's calls
   mutable Mutex mu_;
   std::condition_variable cv_;        // stop_ (the applier's and balancer's waits)
   std::condition_variable queue_cv_;  // stop_, queues_ (the publishers' waits)
@@ -187,15 +219,22 @@ class ClusterNode {
   double refreshed_unix_ TW_GUARDED_BY(mu_) = 0;
 
   std::atomic<uint64_t> applied_{0};
+  // Where the applier started and the stream's last sequence when the node joined: once it is
+  // reached the node logs how much of the stream it applied to catch up.
+  uint64_t start_applied_ = 0;
+  uint64_t join_last_sequence_ = 0;
   std::vector<std::thread> publishers_;
   std::thread applier_;
   std::thread balancer_thread_;
   std::thread observer_thread_;  // ObserveLoop
+  std::thread snapshot_thread_;  // SnapshotLoop
 
   Counter& published_;
   Counter& publish_failures_;
   Counter& duplicates_;
   Counter& applied_messages_;
+  Counter& stream_gaps_;
+  Counter& snapshots_published_;
 };
 
 }  // namespace trainwatch::cluster

@@ -95,6 +95,14 @@ constexpr Setting kSettings[] = {
     {"--cluster-lease", "TRAINWATCH_CLUSTER_LEASE", "cluster_lease",
      "cluster mode: a node that stops renewing its partitions loses them after this; the same on "
      "every node (default 10s)"},
+    {"--cluster-stream-max-age", "TRAINWATCH_CLUSTER_STREAM_MAX_AGE", "cluster_stream_max_age",
+     "cluster mode: the ingest stream keeps a message this long, 0 for ever; set on the stream "
+     "by every node that starts (default 7d; docs/cluster.md, bounded rebuild)"},
+    {"--cluster-snapshot-interval", "TRAINWATCH_CLUSTER_SNAPSHOT_INTERVAL",
+     "cluster_snapshot_interval",
+     "cluster mode: the holder of partition 0 publishes a store snapshot once the newest is this "
+     "old, 0 only when asked (POST /api/v1/cluster/snapshot); keep it well below "
+     "--cluster-stream-max-age (default 1h)"},
     {"--alert-cooldown", "TRAINWATCH_ALERT_COOLDOWN", "alert_cooldown",
      "an incident that recurs within this after resolving reopens its alert without notifying "
      "again (default 10m)"},
@@ -255,6 +263,15 @@ Status Apply(ServerConfig* c, const std::string& key, const std::string& value,
     if (*d < 1 || *d > 300)
       return Status::InvalidArgument(where + ": cluster_lease must be from 1s to 5m");
     c->cluster_lease_seconds = *d;
+  } else if (key == "cluster_stream_max_age" || key == "cluster_snapshot_interval") {
+    Result<double> d = ParseDuration(value);
+    if (!d.ok()) return wrap(d.status());
+    if (*d < 0) return Status::InvalidArgument(where + ": " + key + " must not be negative");
+    if (key == "cluster_stream_max_age" && *d > 0 && *d < 1) {
+      return Status::InvalidArgument(where + ": cluster_stream_max_age must be 0 or at least 1s");
+    }
+    (key == "cluster_stream_max_age" ? c->cluster_stream_max_age_seconds
+                                     : c->cluster_snapshot_interval_seconds) = *d;
   } else if (key == "token_ttl") {
     Result<double> d = ParseDuration(value);
     if (!d.ok()) return wrap(d.status());

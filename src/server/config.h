@@ -78,6 +78,10 @@ struct ServerConfig {
   std::string node_name;
   uint32_t partitions = 16;
   double cluster_lease_seconds = 10;
+  // Bounded rebuild (docs/cluster.md): how long the ingest stream keeps a message (0: for ever)
+  // and how often the holder of partition 0 publishes a store snapshot (0: only when asked).
+  double cluster_stream_max_age_seconds = 7 * 86400.0;
+  double cluster_snapshot_interval_seconds = 3600;
   bool cluster() const { return !nats_servers.empty(); }
   // Where image bytes live (docs/blob_store.md): "embedded" (the store) or s3://bucket[/prefix],
   // with the endpoint (path-style; "" = https://s3.REGION.amazonaws.com), region and TLS options;

@@ -261,6 +261,21 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
         "TRAINWATCH_API_KEY, or "
         "create one with `trainwatch keys create`");
   }
+  cluster::ClusterNodeOptions cluster_options;
+  if (config.cluster()) {
+    cluster_options.servers = config.nats_servers;
+    cluster_options.node_name = config.node_name;
+    cluster_options.partitions = config.partitions;
+    cluster_options.lease_seconds = config.cluster_lease_seconds;
+    cluster_options.stream_max_age_seconds = config.cluster_stream_max_age_seconds;
+    cluster_options.snapshot_interval_seconds = config.cluster_snapshot_interval_seconds;
+    cluster_options.snapshot_dir = config.data_dir + "/snapshots";
+    // Before the engine opens: an empty store (or one the stream has moved past) becomes the
+    // cluster's newest store snapshot, and the applier replays only the tail after it.
+    Result<cluster::StoreBootstrapReport> prepared = cluster::ClusterNode::PrepareStore(
+        cluster_options, config.data_dir, PosixFileSystem(), p->clock, log);
+    if (!prepared.ok()) return prepared.status().WithContext("joining the cluster (--nats)");
+  }
   storage::wal::WalOptions wal_options;
   wal_options.retry_clock = &p->clock;  // after a full disk or EIO, writing resumes by itself
   TW_ASSIGN_OR_RETURN(auto wal, storage::wal::WalLog::Open(PosixFileSystem(),
@@ -284,11 +299,6 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   if (config.cluster()) {
     // Writes go to the cluster's stream; the applier (started below, once the commit listener is
     // set) brings them into this engine, as into every node's.
-    cluster::ClusterNodeOptions cluster_options;
-    cluster_options.servers = config.nats_servers;
-    cluster_options.node_name = config.node_name;
-    cluster_options.partitions = config.partitions;
-    cluster_options.lease_seconds = config.cluster_lease_seconds;
     auto node =
         cluster::ClusterNode::Connect(cluster_options, *p->engine, p->clock, log, p->metrics);
     if (!node.ok()) return node.status().WithContext("joining the cluster (--nats)");
@@ -504,6 +514,10 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
       info.nats_connected = v.nats_connected;
       info.refreshed_unix = v.refreshed_unix;
       return info;
+    };
+    p->api->cluster_snapshot = [node = p->cluster.get()]() -> Result<std::string> {
+      TW_ASSIGN_OR_RETURN(cluster::SnapshotManifest manifest, node->TakeSnapshot());
+      return manifest.ToJson();
     };
   }
   api::HttpServerOptions http_options;
