@@ -7,12 +7,15 @@ cluster on 127.0.0.1, and trainwatch nodes (`serve --nats ... --node-name twN`) 
 Each nats-server picks its own ports (-1) and says them in its log, which a thread reads as it
 comes; a start waits for the line a ready server writes last, never for time. A restarted server
 keeps its client and route ports and its data."""
+import json
 import os
 import queue
 import re
 import signal
+import socket
 import subprocess
 import threading
+from urllib.parse import urlparse
 
 from .server import Server
 
@@ -145,6 +148,48 @@ class TrainwatchCluster:
                 node.release_ports()
         for n in self.nats:
             n.kill()
+
+
+def jetstream_request(url, subject, payload=None, timeout=30):
+    """One JetStream API request (e.g. `$JS.API.STREAM.INFO.<stream>`) through the NATS client
+    protocol spoken over a plain socket (no NATS client library on this machine): connects to
+    `url` (nats://host:port), sends `payload` (a dict, as JSON) with a reply inbox, and returns the
+    answer parsed. The server answers an API request or says why not; `timeout` only guards a hang."""
+    u = urlparse(url)
+    with socket.create_connection((u.hostname, u.port), timeout=timeout) as sock:
+        f = sock.makefile("rb")
+        assert f.readline().startswith(b"INFO "), "not a NATS server at %s" % url
+        body = json.dumps(payload or {}).encode()
+        inbox = "_INBOX.twtest.%d" % os.getpid()
+        sock.sendall(b'CONNECT {"verbose":false,"pedantic":false,"headers":false}\r\n'
+                     + ("SUB %s 1\r\n" % inbox).encode()
+                     + ("PUB %s %s %d\r\n" % (subject, inbox, len(body))).encode() + body + b"\r\n")
+        while True:
+            line = f.readline()
+            assert line, "the NATS server closed the connection"
+            if line.startswith(b"PING"):
+                sock.sendall(b"PONG\r\n")
+            elif line.startswith(b"-ERR"):
+                raise AssertionError("NATS: %s" % line.decode().strip())
+            elif line.startswith(b"MSG "):
+                size = int(line.split()[-1])
+                data = f.read(size + 2)[:size]
+                return json.loads(data)
+
+
+def stream_state(url, stream):
+    """The stream's state (`messages`, `first_seq`, `last_seq`, ...) as JetStream reports it."""
+    answer = jetstream_request(url, "$JS.API.STREAM.INFO." + stream)
+    assert "error" not in answer, answer
+    return answer["state"]
+
+
+def purge_stream_below(url, stream, sequence):
+    """Removes the stream's messages with a sequence below `sequence` (what max_age does to old
+    ones); returns how many went."""
+    answer = jetstream_request(url, "$JS.API.STREAM.PURGE." + stream, {"seq": sequence})
+    assert answer.get("success"), answer
+    return answer["purged"]
 
 
 # -- what the cluster tests and bench/cluster_bench.py share ----------------------------------------
