@@ -28,10 +28,12 @@ namespace {
 // leader elected: NatsCluster::WaitForLog), an acknowledgement, a fetch that blocks until messages
 // come. The one exception is a key's TTL: nats-server 2.9 expires a key (its bucket's max age) on
 // its own timer and tells no one. It logs nothing, and a watcher of the key gets nothing but idle
-// heartbeats (seen with 2.9.10; the delete markers that announce an expiry came in 2.11). Waiting
-// for an expiry is therefore the one place where a test lets time pass and looks again.
-void LetServerTimePass(std::chrono::milliseconds d) {
-  std::this_thread::sleep_for(d);  // sleep-ok: a TTL expiry in nats-server 2.9 has no event
+// heartbeats (seen with 2.9.10; the delete markers that announce an expiry came in 2.11). An expiry
+// is therefore the one condition this file polls: a loop that tests it, bounded in attempts, with
+// this pause between tries (as harness.wait_until polls a condition in the Python tests). No test
+// waits a fixed time and then assumes something happened.
+void PollPause(std::chrono::milliseconds d) {
+  std::this_thread::sleep_for(d);  // sleep-ok: a poll loop's pause; a TTL expiry has no event
 }
 
 TEST(PartitionTest, StableAcrossVersionsAndSpread) {
@@ -61,7 +63,9 @@ TEST(PreferredOwnerTest, SpreadsEvenlyAndMovesOnlyWhatChanges) {
   for (uint32_t p = 0; p < 3000; ++p) {
     const std::string before = PreferredOwner(p, three);
     const std::string after = PreferredOwner(p, {"a", "b"});
-    if (before != "c") EXPECT_EQ(after, before) << "partition " << p;
+    if (before != "c") {
+      EXPECT_EQ(after, before) << "partition " << p;
+    }
   }
 }
 
@@ -215,7 +219,7 @@ TEST_F(NatsClusterTest, LeaseIsHeldWhileRenewedAndTakenOverOnceExpired) {
   for (int attempt = 0; attempt < 100 && !taken; ++attempt) {
     ASSERT_TRUE(b.Renew().value().empty()) << "node-b keeps renewing partition 1";
     taken = b.TryAcquire(0).value();
-    if (!taken) LetServerTimePass(std::chrono::milliseconds(200));
+    if (!taken) PollPause(std::chrono::milliseconds(200));
   }
   ASSERT_TRUE(taken) << "partition 0 never expired";
   EXPECT_EQ(OwnerOnceSettled(*kv, b, 0, "node-b"), "node-b");
@@ -405,7 +409,7 @@ TEST_F(NatsClusterTest, BalancersConvergeTakeOverAndHandBack) {
         settled = settled && holder.contains(p) && holder[p] == PreferredOwner(p, names);
       }
       if (settled) return;
-      if (expiry) LetServerTimePass(std::chrono::milliseconds(100));
+      if (expiry) PollPause(std::chrono::milliseconds(100));
     }
     FAIL() << "the balancers did not settle";
   };
@@ -422,6 +426,31 @@ TEST_F(NatsClusterTest, BalancersConvergeTakeOverAndHandBack) {
   EXPECT_TRUE(first->gained.empty());
   EXPECT_TRUE(nodes[2]->leases.held().empty());
   settle({0, 1, 2}, false);
+}
+
+TEST_F(NatsClusterTest, ExistingStreamGetsItsMaxAgeByAnUpdateThatKeepsItsMessages) {
+  auto js = Connect();
+  ASSERT_NE(js, nullptr);
+  StreamSpec spec{.name = "TW_AGE", .subjects = {"tw.age.>"}, .replicas = 3};
+  bool changed = true;
+  ASSERT_TRUE(js->EnsureStream(spec, &changed).ok());
+  EXPECT_FALSE(changed) << "created, not updated";
+  ASSERT_TRUE(js->Publish("tw.age.a", "kept", "age-1").ok());
+  spec.max_age_ms = 3600 * 1000;  // shorter than nothing, longer than the duplicate window
+  Status updated = js->EnsureStream(spec, &changed);
+  ASSERT_TRUE(updated.ok()) << updated.ToString();
+  EXPECT_TRUE(changed);
+  ASSERT_TRUE(js->EnsureStream(spec, &changed).ok());
+  EXPECT_FALSE(changed) << "already at that max_age";
+  spec.max_age_ms = 60 * 1000;  // below the 2-minute duplicate window, which shrinks to it
+  ASSERT_TRUE(js->EnsureStream(spec, &changed).ok());
+  EXPECT_TRUE(changed);
+  auto state = js->GetStreamState("TW_AGE");
+  ASSERT_TRUE(state.ok());
+  EXPECT_EQ(state->messages, 1u) << "an update, not a delete and create";
+  auto again = js->Publish("tw.age.a", "kept", "age-1");
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->duplicate) << "the duplicate window still holds the id";
 }
 
 // --- store snapshots (bounded rebuild, docs/cluster.md) ---------------------------------------
