@@ -9,6 +9,8 @@ cluster. Three Debian `nats-server` (JetStream R3) and three trainwatch nodes on
   do, and its log says which snapshot it installed and how many tail messages it applied.
 - With no snapshot in the cluster and a stream that no longer starts at 1, a node on an empty data
   directory refuses to start, saying why.
+- The holder of partition 0 publishes one on --cluster-snapshot-interval once it applied more than
+  the newest covers, and the older one's pieces are purged from TW_SNAPSHOTS.
 
 Waits are on conditions (harness.wait_until) and the processes' own answers, never on time.
 """
@@ -166,3 +168,36 @@ def test_a_fresh_node_installs_the_snapshot_and_applies_only_the_tail(tmp_path):
         log = lone.stderr_text()
         assert "no store snapshot" in log and "starts at sequence %d" % (covered + 1) in log, log
         assert not os.path.exists(os.path.join(lone.data_dir, "store", "CURRENT"))
+
+
+def snapshot_subjects(url):
+    """The subjects of TW_SNAPSHOTS that hold pieces, with their message counts."""
+    answer = jetstream_request(url, "$JS.API.STREAM.INFO.TW_SNAPSHOTS", {"subjects_filter": "tw.snapshot.>"})
+    assert "error" not in answer, answer
+    return answer["state"].get("subjects") or {}
+
+
+def test_the_partition_0_owner_snapshots_on_its_interval_and_older_pieces_go(tmp_path):
+    assert os.access(BIN, os.X_OK), "no trainwatch binary at %s (set TRAINWATCH_BIN)" % BIN
+    pb = ingest_pb.load()
+    expected = {}
+    with TrainwatchCluster(tmp_path, nodes=1, partitions=PARTITIONS, lease="3s",
+                           node_args=["--cluster-snapshot-interval", "1s"]) as c:
+        node = c.nodes[0]  # alone: it owns partition 0
+        published = lambda: node.metric_value("trainwatch_cluster_snapshots_published_total")
+        write(pb, [node], range(1, 3), expected)
+        first = stream_state(c.nats[0].url, STREAM)["last_seq"]
+        wait_until(lambda: published() >= 1, "a snapshot on the interval", timeout=90)
+        write(pb, [node], range(3, 5), expected)
+        last = stream_state(c.nats[0].url, STREAM)["last_seq"]
+        assert last > first
+        # Once it covers the new messages, the older snapshot's pieces are gone: one subject left.
+        wait_until(lambda: any("covered_sequence=%d" % last in line for line in node.stderr_text(0).splitlines()
+                               if "published a store snapshot" in line), "a snapshot covering %d" % last, timeout=90)
+        wait_until(lambda: len(snapshot_subjects(c.nats[0].url)) == 1, "the older snapshot's pieces purged", timeout=90)
+        (subject,) = snapshot_subjects(c.nats[0].url)
+        assert subject.startswith("tw.snapshot.tw0-%d-" % last), subject
+        # The interval passes again and more was applied: another one.
+        count = published()
+        write(pb, [node], range(5, 6), expected)
+        wait_until(lambda: published() > count, "a snapshot of the new write", timeout=90)
