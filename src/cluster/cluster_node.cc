@@ -601,13 +601,20 @@ Result<SnapshotManifest> ClusterNode::TakeSnapshot() {
 void ClusterNode::SnapshotLoop() {
   if (options_.snapshot_interval_seconds <= 0) return;
   const double check_seconds = std::min(kSnapshotCheckSeconds, options_.snapshot_interval_seconds);
+  // With no snapshot in the cluster yet, the first one comes an interval after this node began
+  // to hold partition 0 (not at once: a cluster's first minutes are its busiest to copy).
+  double holding_since = 0;
   for (;;) {
     if (WaitOrStop(check_seconds)) return;
     {
       MutexLock lock(mu_);
-      if (owned_.empty() || !owned_[0]) continue;
+      if (owned_.empty() || !owned_[0]) {
+        holding_since = 0;
+        continue;
+      }
     }
-    double newest_created = 0;
+    if (holding_since == 0) holding_since = clock_.NowUnixSeconds();
+    double newest_created = holding_since;
     uint64_t newest_covered = 0;
     {
       MutexLock one(snapshot_mu_);
