@@ -73,6 +73,24 @@ TEST(ConfigTest, ClusterFlags) {
   ASSERT_FALSE(bad_url.ok());
   EXPECT_NE(bad_url.status().message().find("nats://"), std::string::npos);
   EXPECT_FALSE(LoadServerConfig({"--partitions", "0"}).ok());
+
+  // Bounded rebuild: defaults, durations, 0 (for ever / only when asked), refusals.
+  EXPECT_EQ(alone->cluster_stream_max_age_seconds, 7 * 86400);
+  EXPECT_EQ(alone->cluster_snapshot_interval_seconds, 3600);
+  auto bounded =
+      LoadServerConfig({"--cluster-stream-max-age", "2d", "--cluster-snapshot-interval", "30m"});
+  ASSERT_TRUE(bounded.ok()) << bounded.status().ToString();
+  EXPECT_EQ(bounded->cluster_stream_max_age_seconds, 2 * 86400);
+  EXPECT_EQ(bounded->cluster_snapshot_interval_seconds, 1800);
+  auto zero =
+      LoadServerConfig({"--cluster-stream-max-age", "0", "--cluster-snapshot-interval", "0"});
+  ASSERT_TRUE(zero.ok()) << zero.status().ToString();
+  EXPECT_EQ(zero->cluster_stream_max_age_seconds, 0);
+  EXPECT_EQ(zero->cluster_snapshot_interval_seconds, 0);
+  auto tiny = LoadServerConfig({"--cluster-stream-max-age", "500ms"});
+  ASSERT_FALSE(tiny.ok());
+  EXPECT_NE(tiny.status().message().find("cluster_stream_max_age"), std::string::npos);
+  EXPECT_FALSE(LoadServerConfig({"--cluster-snapshot-interval", "soon"}).ok());
 }
 
 }  // namespace
