@@ -51,7 +51,8 @@ def test_blown_up_learning_rate_stops_the_job_with_a_checkpoint(server, tmp_path
     assert reason["step"] >= BLOW_UP_STEP  # raised on the blow-up, not before it
     arrived_at = next(s for s, _, a in arrivals if a["id"] == reason["id"])
     assert step <= arrived_at + 1  # stopped at the first check after the alert arrived
-    assert all(name == "trainwatch-alerts" for _, name, _ in arrivals)  # never the training thread
+    # never the training thread, nor the thread reading the feed
+    assert all(name == "trainwatch-alert-callbacks" for _, name, _ in arrivals)
     assert reason["id"] in [a["id"] for a in run.alerts]
     saved = torch.load(checkpoint)
     assert saved["step"] == step and set(saved["model"]) == set(model.state_dict())

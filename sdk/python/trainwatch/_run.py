@@ -5,6 +5,7 @@ warning (once per metric name), and a server that cannot be reached is reported 
 a `TrainwatchWarning` while the client keeps the data in its spool.
 """
 import operator
+import queue
 import threading
 import time as _time
 import warnings
@@ -82,9 +83,14 @@ class Run:
         self._feed = None          # _alerts.AlertFeed, started by the first use of the alerts API
         self._feed_lock = threading.Lock()
         # [(callback, {(alert id, fired_at) handed to it})]: each firing reaches each callback once,
-        # whether the feed's thread or on_alert's replay of earlier alerts gets to it first.
+        # whether the feed's thread or on_alert's replay of earlier alerts queued it first.
         self._alert_callbacks = []
         self._callbacks_lock = threading.Lock()
+        # The callbacks run on a thread of their own, in the order queued: what the feed hands on
+        # and on_alert's replay of earlier alerts alike (never the training thread, and a slow
+        # callback never holds up the feed). (entry, alert) items; None ends it.
+        self._callback_queue = queue.SimpleQueue()
+        self._callback_thread = None
         self._stop_on = set()      # alert kinds or names that make should_stop() true
         self._stop_alert = None    # the alert that asked the job to stop
         self._stop_step = None     # the step at which should_stop() first answered True
@@ -313,17 +319,22 @@ class Run:
         return feed.alerts() if feed is not None else []
 
     def on_alert(self, callback):
-        """Calls `callback(alert)` on the SDK's alert thread (never the training thread) once per
-        firing of each of the run's alerts, including those raised before this call. Keep it
-        short; an exception it raises is a warning. Returns `callback`."""
+        """Calls `callback(alert)` on the SDK's alert callback thread (never the training thread)
+        once per firing of each of the run's alerts, including those raised before this call, in
+        the order they arrived. Keep it short; an exception it raises is a warning. Returns
+        `callback`."""
         entry = (callback, set())
         with self._callbacks_lock:
             self._alert_callbacks.append(entry)
+            if self._callback_thread is None:
+                self._callback_thread = threading.Thread(
+                    target=self._callback_loop, name="trainwatch-alert-callbacks", daemon=True)
+                self._callback_thread.start()
         feed = self._alert_feed()
         if feed is not None:
             for alert in feed.alerts():
                 if alert.get("fired_at"):
-                    self._call_once(entry, alert)
+                    self._callback_queue.put((entry, alert))
         return callback
 
     def stop_on(self, kinds):
@@ -399,12 +410,27 @@ class Run:
         return self._feed
 
     def _on_firing(self, alert):
-        # On the feed's thread.
+        # On the feed's thread: should_stop() sees it at once; the callbacks on their thread.
         self._check_stop(alert)
         with self._callbacks_lock:
             entries = list(self._alert_callbacks)
         for entry in entries:
-            self._call_once(entry, alert)
+            self._callback_queue.put((entry, alert))
+
+    def _stop_callbacks(self):
+        # The callbacks already queued run first, within the flush timeout (unless finish() was
+        # called from a callback: its own thread then ends after it).
+        self._callback_queue.put(None)
+        thread = self._callback_thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(self._flush_timeout_seconds)
+
+    def _callback_loop(self):
+        while True:
+            item = self._callback_queue.get()
+            if item is None:
+                return
+            self._call_once(*item)
 
     def _call_once(self, entry, alert):
         callback, handed = entry
@@ -480,6 +506,7 @@ class Run:
             self.record_stop()
         if self._feed is not None:
             self._feed.stop()
+        self._stop_callbacks()
         for hook in list(self._finish_hooks):
             try:
                 hook()
