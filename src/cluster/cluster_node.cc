@@ -5,6 +5,7 @@
 #include <map>
 #include <utility>
 
+#include "cluster/message_split.h"
 #include "cluster/partition.h"
 
 namespace trainwatch::cluster {
@@ -316,25 +317,41 @@ void ClusterNode::PublishNow(PublishJob job) {
   const std::string& writer = job.request.writer_id();
   storage::WriteOutcome outcome;
   bool all_duplicates = !writer.empty() && !parts.empty();
+  // A message is at most the server's max_payload: a larger part goes as several, each leaving
+  // room for the headers, the writer id and the sequence (message_split.h).
+  const size_t max_payload = js_->MaxPayload();
+  const size_t limit = max_payload - std::min<size_t>(max_payload / 2, 8 * 1024);
   for (auto& [p, part] : parts) {
-    part.set_writer_id(writer);
-    part.set_sequence(job.request.sequence());
-    const std::string data = part.SerializeAsString();
-    // Without a writer id there is no batch identity to de-duplicate on (as single-node).
-    const std::string id = writer.empty() ? std::string()
-                                          : writer + ":" + std::to_string(job.request.sequence()) +
-                                                ":p" + std::to_string(p);
-    Result<PublishAck> ack = js_->Publish(IngestSubject(p), data, id);
-    if (!ack.ok()) {
+    Result<std::vector<v1::WriteRequest>> pieces = SplitForMessages(part, limit);
+    if (!pieces.ok()) {
       publish_failures_.Add();
-      job.done(ack.status().WithContext("the cluster did not acknowledge the write"),
-               storage::WriteOutcome{});
+      job.done(pieces.status(), storage::WriteOutcome{});
       return;
     }
-    published_.Add();
-    if (ack->duplicate) duplicates_.Add();
-    all_duplicates = all_duplicates && ack->duplicate;
-    for (const v1::RunBatch& batch : part.runs()) outcome.points_written += CountPoints(batch);
+    for (size_t k = 0; k < pieces->size(); ++k) {
+      v1::WriteRequest& piece = (*pieces)[k];
+      piece.set_writer_id(writer);
+      piece.set_sequence(job.request.sequence());
+      const std::string data = piece.SerializeAsString();
+      // Without a writer id there is no batch identity to de-duplicate on (as single-node). A
+      // part sent as several messages numbers them; the cut is the same for a resent batch.
+      std::string id;
+      if (!writer.empty()) {
+        id = writer + ":" + std::to_string(job.request.sequence()) + ":p" + std::to_string(p);
+        if (pieces->size() > 1) id += ":" + std::to_string(k);
+      }
+      Result<PublishAck> ack = js_->Publish(IngestSubject(p), data, id);
+      if (!ack.ok()) {
+        publish_failures_.Add();
+        job.done(ack.status().WithContext("the cluster did not acknowledge the write"),
+                 storage::WriteOutcome{});
+        return;
+      }
+      published_.Add();
+      if (ack->duplicate) duplicates_.Add();
+      all_duplicates = all_duplicates && ack->duplicate;
+      for (const v1::RunBatch& batch : piece.runs()) outcome.points_written += CountPoints(batch);
+    }
   }
   outcome.duplicate_batch = all_duplicates;
   if (all_duplicates) outcome.points_written = 0;

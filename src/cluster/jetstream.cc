@@ -192,4 +192,9 @@ std::string JetStream::ConnectedUrl() const {
   return url;
 }
 
+size_t JetStream::MaxPayload() const {
+  const int64_t max = natsConnection_GetMaxPayload(connection_);
+  return max > 0 ? static_cast<size_t>(max) : size_t{1} << 20;
+}
+
 }  // namespace trainwatch::cluster

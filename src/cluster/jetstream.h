@@ -84,6 +84,9 @@ class JetStream {
 
   // The URL of the server this connection uses now ("" while disconnected).
   std::string ConnectedUrl() const;
+  // The largest message the server this connection uses takes (its max_payload); 1 MiB, NATS's
+  // default, while disconnected.
+  size_t MaxPayload() const;
 
  private:
   friend class StreamReader;  // subscribes through js_

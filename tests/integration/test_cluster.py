@@ -5,6 +5,9 @@
 - Concurrent writers, each through another node, with the SDK's writer ids and sequences; a batch
   resent through a different node is acknowledged as a duplicate; every acknowledged point is
   present exactly once in the answers of every node (/api/v1/runs and /api/v1/series).
+- A write larger than a NATS message (three 600 KB images and 20,000 rows, over the servers' 1 MiB
+  max_payload) goes as several messages: every node serves every image and row, and the batch
+  resent through another node is a duplicate.
 - Partitions are spread over the nodes; after a kill -9 of one node the two others take its
   partitions over (its leases expire), and writes through them go on with nothing lost.
 - With NATS unreachable, a write is refused with 503 and Retry-After (the SDK spools it), and
@@ -12,8 +15,12 @@
 
 Waits are on conditions (harness.wait_until) and on the processes' own log lines, never on time.
 """
+import hashlib
 import os
+import random
+import struct
 import threading
+import zlib
 
 import pytest
 
@@ -23,6 +30,7 @@ from harness.nats_cluster import TrainwatchCluster, loss_request, loss_value as 
 
 PARTITIONS = 8
 PROJECT = "cl"
+BIG_PROJECT = "cl-big"  # the large write's run, apart from the runs the other tests count
 pytestmark = pytest.mark.skipif(not nats_available(),
                                 reason="nats-server is missing (scripts/install-deps.sh installs it)")
 
@@ -38,9 +46,9 @@ def owned(node):
     return int(node.metric_value("trainwatch_cluster_partitions_owned"))
 
 
-def series_of(node, runs):
+def series_of(node, runs, project=PROJECT):
     """run -> [(step, value)] read through `node` (raw points)."""
-    params = [("project", PROJECT), ("metric", "loss")] + [("run", r) for r in runs]
+    params = [("project", project), ("metric", "loss")] + [("run", r) for r in runs]
     r = node.get("/api/v1/series", params)
     if r.status == 404:
         return {}
@@ -116,6 +124,59 @@ def test_writes_through_any_node_are_stored_once_and_read_through_every_node(clu
         assert r.json()["duplicate_batch"] is True, r
     check_every_node(nodes, EXPECTED)
     assert sum(len(v) for v in EXPECTED.values()) == 3 * 4 * 8 * 10
+
+
+def noisy_png(width, height, seed):
+    """A PNG of random RGB pixels: it does not compress, so it is about width x height x 3 bytes."""
+    rng = random.Random(seed)
+    raw = b"".join(b"\x00" + bytes(rng.getrandbits(8) for _ in range(width * 3)) for _ in range(height))
+
+    def chunk(kind, data):
+        return (struct.pack(">I", len(data)) + kind + data +
+                struct.pack(">I", zlib.crc32(kind + data) & 0xffffffff))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)) +
+            chunk(b"IDAT", zlib.compress(raw, 1)) + chunk(b"IEND", b""))
+
+
+def test_a_write_larger_than_a_nats_message_is_sent_as_several(cluster):
+    pb = ingest_pb.load()
+    nodes = cluster["nodes"]
+    pngs = [noisy_png(400, 500, seed) for seed in range(3)]
+    assert all(len(p) > 550_000 for p in pngs)
+    req = pb.WriteRequest(writer_id="big-writer", sequence=1)
+    batch = req.runs.add(project=BIG_PROJECT, run="big-batch")
+    column = batch.metrics.add(name="loss")
+    for step in range(20000):
+        batch.steps.append(step)
+        batch.times.append(1767225600.0 + step)
+        column.values.append(value("big-batch", step))
+    for k, data in enumerate(pngs):
+        batch.images.add(name="samples", step=k, index=0, data=data)
+    batch.metadata.status = "finished"
+    assert req.ByteSize() > 2 * (1 << 20)
+    r = ingest_pb.post(nodes[0], req)
+    assert r.status == 200 and r.json()["errors"] == [], r
+    assert r.json()["duplicate_batch"] is False, r
+    want = {k: hashlib.sha256(p).hexdigest() for k, p in enumerate(pngs)}
+    for node in nodes:
+        def images(node=node):
+            r = node.get("/api/v1/images", {"project": BIG_PROJECT, "run": "big-batch"})
+            if r.status == 404:  # not applied on this node yet
+                return None
+            assert r.status == 200, r
+            return r.json() if len(r.json()) == 3 else None
+        listed = wait_until(images, "the three images on %s" % node.url)
+        assert {i["step"]: i["sha256"] for i in listed} == want, listed
+        blob = node.get(listed[2]["url"])
+        assert blob.status == 200 and hashlib.sha256(blob.body).hexdigest() == want[listed[2]["step"]]
+        wait_until(lambda node=node: len(series_of(node, ["big-batch"], BIG_PROJECT).get("big-batch", [])) == 20000,
+                   "the 20,000 rows on %s" % node.url)
+        assert series_of(node, ["big-batch"], BIG_PROJECT)["big-batch"] == [(s, value("big-batch", s)) for s in range(20000)]
+        wait_until(lambda node=node: node.get_json("/api/v1/run", {"project": BIG_PROJECT, "run": "big-batch"})
+                   ["status"] == "finished", "the run finished on %s" % node.url)
+    # Resent through another node, every message of it is a duplicate.
+    again = ingest_pb.post(nodes[1], req)
+    assert again.status == 200 and again.json()["duplicate_batch"] is True, again
 
 
 def test_a_killed_node_partitions_are_taken_over_and_nothing_is_lost(cluster):
