@@ -331,8 +331,8 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   }
   LivenessOptions liveness_options;
   liveness_options.owns = owns_run;
-  p->liveness = std::make_unique<LivenessMonitor>(*p->engine, *p->ingestor, p->clock, log,
-                                                  liveness_options);
+  p->liveness =
+      std::make_unique<LivenessMonitor>(*p->engine, *p->ingestor, p->clock, log, liveness_options);
   p->liveness->Start();
   p->live = std::make_unique<api::LiveHub>(p->metrics);
 
