@@ -312,6 +312,16 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   retention_options.max_age_seconds = config.retention_max_age;
   retention_options.disk_threshold_percent = config.disk_guard_percent;
   retention_options.disk_guard_min_age_seconds = config.disk_guard_min_age_seconds;
+  // Reports stored when runs end; a run the disk guard deletes takes its report with it.
+  p->reports =
+      std::make_unique<report::ReportStore>(PosixFileSystem(), config.data_dir + "/reports");
+  p->engine->SetRunDeletedListener(
+      [reports = p->reports.get(), logger = p->logger.get()](const storage::RunKey& run) {
+        Status removed = reports->Remove(run.project, run.run);
+        if (!removed.ok()) {
+          logger->Error("removing a deleted run's report", {{"error", removed.ToString()}});
+        }
+      });
   p->retention = std::make_unique<storage::Retention>(
       *p->engine, p->clock, log, retention_options,
       [dir = config.data_dir] { return storage::DiskUsedPercent(dir); },
@@ -404,8 +414,6 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   p->alerts->Start();
   // The querier serves the API and the automatic reports.
   p->querier = std::make_unique<query::LocalQuerier>(*p->engine);
-  p->reports =
-      std::make_unique<report::ReportStore>(PosixFileSystem(), config.data_dir + "/reports");
   report::AutoReporterOptions report_options;
   report_options.external_url = alert_options.external_url;
   report_options.generator = std::string("trainwatch ") + kVersion;

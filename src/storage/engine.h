@@ -137,6 +137,11 @@ class Engine {
   bool IsDuplicate(const std::string& writer_id, uint64_t sequence) const;
 
   void SetCommitListener(CommitListener listener);
+  // Told of each run DeleteRun removed (the disk guard), after its data is gone, on the deleting
+  // thread; for what is kept beside the store (a run's stored report). Set before use.
+  void SetRunDeletedListener(std::function<void(const RunKey&)> listener) {
+    run_deleted_ = std::move(listener);
+  }
 
   // Seals every head, persists, syncs the store and lets the log drop what it no longer needs.
   Status Checkpoint();
@@ -447,6 +452,7 @@ class Engine {
 
   Mutex listener_mu_;
   CommitListener listener_ TW_GUARDED_BY(listener_mu_);
+  std::function<void(const RunKey&)> run_deleted_;  // set before use
 
   mutable Mutex sealer_mu_;
   std::condition_variable sealer_cv_;

@@ -67,6 +67,7 @@ Status Engine::DeleteRun(const std::string& project, const std::string& run) {
     for (auto& s : series) deleted_series_.push_back(std::move(s));
   }
   logger_.Info("run deleted", {{"project", project}, {"run", run}});
+  if (run_deleted_) run_deleted_(RunKey{project, run});
   return Checkpoint();
 }
 

@@ -1,6 +1,8 @@
 #include "storage/retention.h"
 
 #include <future>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -107,12 +109,15 @@ TEST_F(RetentionTest, DiskGuardDeletesOldFinishedRunsThenRefusesWrites) {
   WriteRun("p", "still-running", now - 30 * kDay, 8, false);
   double used = 99;
   Status refusal;
+  std::vector<std::string> told;  // the engine's run-deleted listener (a run's stored report)
+  engine_->SetRunDeletedListener([&](const RunKey& run) { told.push_back(run.run); });
   RetentionOptions options;
   Retention retention(
       *engine_, clock_, logger_, options, [&] { return Result<double>(used); },
       [&](Status s) { refusal = std::move(s); });
   ASSERT_TRUE(retention.RunOnce().ok());
   EXPECT_FALSE(engine_->GetRun("p", "finished-long-ago").has_value());
+  EXPECT_EQ(told, std::vector<std::string>{"finished-long-ago"});
   EXPECT_TRUE(engine_->GetRun("p", "finished-yesterday").has_value());
   EXPECT_TRUE(engine_->GetRun("p", "still-running").has_value());
   // Still full and nothing else may go: writes are refused, with the reason.
