@@ -489,15 +489,14 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   info.grpc_address =
       grpc_address.substr(0, grpc_address.rfind(':') + 1) + std::to_string(p->grpc_port);
   info.grpc_tls = config.tls();
-  p->api = std::make_unique<api::ApiContext>(api::ApiContext{*p->engine,
-                                                             *p->querier,
-                                                             *p->ingestor,
-                                                             p->metrics,
-                                                             *p->live,
-                                                             std::move(info),
-                                                             p->clock,
-                                                             p->alerts.get(),
-                                                             {}});
+  p->api = std::make_unique<api::ApiContext>(api::ApiContext{.engine = *p->engine,
+                                                             .querier = *p->querier,
+                                                             .ingestor = *p->ingestor,
+                                                             .metrics = p->metrics,
+                                                             .live = *p->live,
+                                                             .server = std::move(info),
+                                                             .clock = p->clock,
+                                                             .alerts = p->alerts.get()});
   p->api->keys = p->keys.get();
   p->api->audit = p->audit.get();
   p->api->max_raw_points = config.max_raw_points;
