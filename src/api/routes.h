@@ -31,19 +31,19 @@ struct ApiContext {
   Clock& clock;
   alerting::AlertManager* alerts = nullptr;  // null: alert routes are not registered
   // Re-reads the rule file and applies it; the error names file and line. Null without a file.
-  std::function<Result<std::string>()> reload_rules;
+  std::function<Result<std::string>()> reload_rules{};
   auth::KeyStore* keys = nullptr;             // null: key routes are not registered
   auth::AuditLog* audit = nullptr;            // null: GET /api/v1/audit is not registered
   const auth::TokenIssuer* tokens = nullptr;  // null: POST /api/v1/tokens is not registered
   // Cluster mode: what this node knows of its cluster (the "cluster" field of /api/v1/info; must
   // not wait for NATS). Null on a single node.
-  std::function<ClusterInfo()> cluster_info;
+  std::function<ClusterInfo()> cluster_info{};
   // Cluster mode: publishes a store snapshot of this node now (POST /api/v1/cluster/snapshot,
   // admin); returns the manifest's JSON. Null on a single node.
-  std::function<Result<std::string>()> cluster_snapshot;
+  std::function<Result<std::string>()> cluster_snapshot{};
   // The notification outbox's health (NotificationOutbox::Health: the disk refused an enqueue);
   // /healthz reports it. Null without an outbox.
-  std::function<Status()> outbox_health;
+  std::function<Status()> outbox_health{};
   // The most points one raw /api/v1/series answer holds (the rest is paged with next_from).
   size_t max_raw_points = 1'000'000;
   // The reports stored when runs ended (GET /api/v1/report/stored); null: those routes answer 404.
