@@ -9,7 +9,9 @@ void RegisterOpsRoutes(HttpServer& server, ApiContext& ctx) {
   // refused until a retry succeeds), the store refuses sealed chunks (writes go on; checkpoints
   // wait), or the notification outbox refused an alert's notification (until one is queued
   // again). The log and the store clear by themselves once space returns (docs/operations.md).
-  // The reason names every part degraded, separated by "; ".
+  // In a cluster also while the node's store misses stream messages removed before it applied
+  // them (until it is rebuilt from a snapshot, docs/cluster.md). The reason names every part
+  // degraded, separated by "; ".
   server.Route("GET", "/healthz", [&ctx](HttpRequest&&, Responder respond) {
     std::string reason;
     auto note = [&reason](const char* part, const Status& s) {
@@ -19,6 +21,7 @@ void RegisterOpsRoutes(HttpServer& server, ApiContext& ctx) {
     note("write-ahead log", ctx.engine.LogHealth());
     note("store", ctx.engine.StoreHealth());
     if (ctx.outbox_health) note("notification outbox", ctx.outbox_health());
+    if (ctx.cluster_health) note("cluster", ctx.cluster_health());
     if (!reason.empty()) {
       std::string body = "{\"status\":\"degraded\",\"reason\":";
       AppendString(&body, reason);

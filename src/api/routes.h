@@ -41,6 +41,9 @@ struct ApiContext {
   // Cluster mode: publishes a store snapshot of this node now (POST /api/v1/cluster/snapshot,
   // admin); returns the manifest's JSON. Null on a single node.
   std::function<Result<std::string>()> cluster_snapshot{};
+  // Cluster mode: whether this node's store holds the whole ingest stream (ClusterNode::Health: the
+  // stream removed messages before it applied them); /healthz reports it. Null on a single node.
+  std::function<Status()> cluster_health{};
   // The notification outbox's health (NotificationOutbox::Health: the disk refused an enqueue);
   // /healthz reports it. Null without an outbox.
   std::function<Status()> outbox_health{};

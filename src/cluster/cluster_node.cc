@@ -358,6 +358,11 @@ void ClusterNode::PublishNow(PublishJob job) {
   job.done(Status::Ok(), outcome);
 }
 
+Status ClusterNode::Health() const {
+  MutexLock lock(mu_);
+  return store_gap_;
+}
+
 uint64_t ClusterNode::LastAppliedSequence() const {
   const std::string writer = applier_writer();
   if (!engine_.IsDuplicate(writer, 1)) return 0;
@@ -459,6 +464,14 @@ void ClusterNode::ApplyLoop() {
           "ingest-stream messages were removed before this node applied them: its store misses "
           "them (start it on an empty data directory to rebuild it from a snapshot)",
           {{"from_sequence", applied_.load() + 1}, {"to_sequence", first - 1}});
+      MutexLock lock(mu_);
+      if (store_gap_.ok()) {
+        store_gap_ = Status::Unavailable(
+            "this node's store misses ingest-stream messages " +
+            std::to_string(applied_.load() + 1) + " to " + std::to_string(first - 1) +
+            ", removed (max age) before it applied them; restart it on an empty data directory "
+            "to rebuild it from the cluster's snapshot");
+      }
     }
     Status applied_status;
     {

@@ -138,6 +138,10 @@ class ClusterNode {
   std::vector<uint32_t> OwnedPartitions() const;
   // A copy of what this node knows of the cluster (never waits for NATS).
   ClusterView View() const;
+  // Not ok once the applier found ingest-stream messages removed (max age) before this node
+  // applied them: its store misses them until it is rebuilt (an empty data directory, then the
+  // cluster's snapshot). For /healthz; never waits for NATS.
+  Status Health() const TW_EXCLUDES(mu_);
   // The last stream sequence the engine applied.
   uint64_t applied_sequence() const { return applied_.load(); }
   const ClusterNodeOptions& options() const { return options_; }
@@ -205,6 +209,7 @@ class ClusterNode {
   std::condition_variable queue_cv_;  // stop_, queues_ (the publishers' waits)
   bool stop_ TW_GUARDED_BY(mu_) = false;
   bool running_ TW_GUARDED_BY(mu_) = false;
+  Status store_gap_ TW_GUARDED_BY(mu_);  // Health(): the first gap the applier found
   // One queue per publisher thread; a writer's requests all go to one, so they reach the stream
   // in the order they came (a rewind stays between the points around it).
   std::vector<std::deque<PublishJob>> queues_ TW_GUARDED_BY(mu_);

@@ -522,6 +522,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
       info.refreshed_unix = v.refreshed_unix;
       return info;
     };
+    p->api->cluster_health = [node = p->cluster.get()] { return node->Health(); };
     p->api->cluster_snapshot = [node = p->cluster.get()]() -> Result<std::string> {
       TW_ASSIGN_OR_RETURN(cluster::SnapshotManifest manifest, node->TakeSnapshot());
       return manifest.ToJson();

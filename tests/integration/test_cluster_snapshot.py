@@ -16,6 +16,7 @@ Waits are on conditions (harness.wait_until) and the processes' own answers, nev
 """
 import os
 import re
+import signal
 
 import pytest
 
@@ -201,3 +202,34 @@ def test_the_partition_0_owner_snapshots_on_its_interval_and_older_pieces_go(tmp
         count = published()
         write(pb, [node], range(5, 6), expected)
         wait_until(lambda: published() > count, "a snapshot of the new write", timeout=90)
+
+
+def test_a_running_node_the_stream_left_behind_says_so_in_healthz(tmp_path):
+    # A node stopped (SIGSTOP) while the stream drops what it has not applied (what max age does to
+    # a node far behind) serves a store with a hole: /healthz says so until it is rebuilt.
+    assert os.access(BIN, os.X_OK), "no trainwatch binary at %s (set TRAINWATCH_BIN)" % BIN
+    pb = ingest_pb.load()
+    expected = {}
+    with TrainwatchCluster(tmp_path, partitions=PARTITIONS, lease="3s",
+                           node_args=["--cluster-snapshot-interval", "0"]) as c:
+        nodes = c.nodes
+        write(pb, nodes, range(1, 3), expected)
+        applied = stream_state(c.nats[0].url, STREAM)["last_seq"]
+        wait_caught_up(nodes, applied)
+        behind = nodes[2]
+        os.kill(behind.proc.pid, signal.SIGSTOP)
+        try:
+            write(pb, nodes[:2], range(3, 6), expected)
+            last = stream_state(c.nats[0].url, STREAM)["last_seq"]
+            assert purge_stream_below(c.nats[0].url, STREAM, last) == last - 1
+        finally:
+            os.kill(behind.proc.pid, signal.SIGCONT)
+        wait_until(lambda: behind.get("/healthz").status == 503, "the node left behind to say so")
+        reason = behind.get("/healthz").json()["reason"]
+        missed = re.match(r"cluster: Unavailable: this node's store misses ingest-stream messages (\d+) to (\d+), "
+                          r"removed \(max age\) before it applied them; restart it on an empty data directory", reason)
+        assert missed, reason
+        # From the first message it had not applied when it stopped (the stream may have taken one
+        # more after `applied` was read) to the last one purged.
+        assert applied < int(missed.group(1)) <= int(missed.group(2)) == last - 1, (reason, applied, last)
+        assert all(n.get("/healthz").status == 200 for n in nodes[:2])
