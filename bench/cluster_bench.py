@@ -516,7 +516,7 @@ class Responsiveness:
             asked = time.monotonic() - self.t0
             conn.request("GET", self.path)
             self.times.append((asked, time.monotonic() - self.t0))
-            time.sleep(0.02)
+            self.stopping.wait(0.02)  # the sampling interval; stop() ends it at once
 
     def stop(self):
         self.stopping.set()

@@ -708,10 +708,8 @@ void ClusterNode::BalanceLoop() {
   }
 }
 
-bool ClusterNode::Owns(const v1::WriteRequest& request) const {
-  if (request.runs_size() == 0) return false;
-  const v1::RunBatch& batch = request.runs(0);
-  const uint32_t p = PartitionOfRun(batch.project(), batch.run());
+bool ClusterNode::OwnsRun(const std::string& project, const std::string& run) const {
+  const uint32_t p = PartitionOfRun(project, run);
   MutexLock lock(mu_);
   return owned_[p];
 }

@@ -14,10 +14,10 @@
 //   and tell the applier where to resume. Every node applies every partition, so every node's
 //   store answers every query (the read side of "any node answers any query").
 // - Ownership: a PartitionBalancer step every quarter of the lease keeps this node's share of
-//   the partitions (leases in a KV bucket); Owns() says whether a committed request belongs to an
-//   owned partition, which is where the server notifies about alerts (docs/cluster.md).
+//   the partitions (leases in a KV bucket); OwnsRun() says whether a run's partition is owned:
+//   the server notifies about its alerts, watches its liveness and reports on it (docs/cluster.md).
 //
-// Thread-safety: Publish, Owns and the accessors may be called from any thread.
+// Thread-safety: Publish, OwnsRun and the accessors may be called from any thread.
 #pragma once
 
 #include <atomic>
@@ -131,9 +131,8 @@ class ClusterNode {
   // points published (points_written) and whether every part was a duplicate.
   void Publish(v1::WriteRequest request, storage::Engine::WriteCallback done);
 
-  // Whether this node owns the partition of the request's first run batch (the applier's
-  // requests hold one partition each).
-  bool Owns(const v1::WriteRequest& request) const;
+  // Whether this node holds the lease of the run's partition now.
+  bool OwnsRun(const std::string& project, const std::string& run) const TW_EXCLUDES(mu_);
   uint32_t PartitionOfRun(const std::string& project, const std::string& run) const;
   std::vector<uint32_t> OwnedPartitions() const;
   // A copy of what this node knows of the cluster (never waits for NATS).

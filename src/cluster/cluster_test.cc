@@ -85,7 +85,9 @@ class NatsClusterTest : public ::testing::Test {
   // A test that failed while a node was down leaves it down: the next one starts with all three.
   void SetUp() override {
     for (int i = 0; i < cluster_->size(); ++i) {
-      if (!cluster_->running(i)) ASSERT_TRUE(cluster_->Restart(i).ok());
+      if (!cluster_->running(i)) {
+        ASSERT_TRUE(cluster_->Restart(i).ok());
+      }
     }
   }
 

@@ -60,40 +60,45 @@ Status TooLarge(const std::string& what, size_t bytes, size_t limit) {
 Result<std::vector<RunBatch>> SplitBatch(const RunBatch& b, size_t limit) {
   std::vector<RunBatch> pieces;
   const std::string of_run = " of run " + b.run();
+  const size_t shell_bytes = SizeIn(Shell(b));
   RunBatch media = Shell(b);
+  size_t media_piece_bytes = shell_bytes;  // of `media`: its items with their tags and lengths
+  size_t media_bytes = 0;                  // of every item taken
   auto flush_media = [&] {
     if (media.histograms_size() + media.images_size() + media.texts_size() == 0) return;
     pieces.push_back(std::move(media));
     media = Shell(b);
+    media_piece_bytes = shell_bytes;
   };
-  // Adds one item to the media piece in progress, starting another when it would not fit.
-  auto take = [&](size_t item_bytes, const std::string& what, auto add) -> Status {
-    if (SizeIn(Shell(b)) + item_bytes + 8 > limit)
-      return TooLarge(what + of_run, item_bytes, limit);
-    if (SizeIn(media) + item_bytes + 8 > limit) flush_media();
-    add(media);
+  // Adds each of `items` (histograms, images or texts) to the media piece in progress, starting
+  // another when one would not fit (8: more than an item's tag and length take).
+  auto take_all = [&](const auto& items, const char* kind, auto add) -> Status {
+    for (const auto& item : items) {
+      const size_t bytes = item.ByteSizeLong();
+      if (shell_bytes + bytes + 8 > limit) {
+        return TooLarge(std::string(kind) + " " + item.name() + " at step " +
+                            std::to_string(item.step()) + of_run,
+                        bytes, limit);
+      }
+      if (media_piece_bytes + bytes + 8 > limit) flush_media();
+      *add(media) = item;
+      media_piece_bytes += bytes + 8;
+      media_bytes += bytes;
+    }
     return Status::Ok();
   };
-  for (const v1::Histogram& h : b.histograms()) {
-    TW_RETURN_IF_ERROR(take(h.ByteSizeLong(),
-                            "histogram " + h.name() + " at step " + std::to_string(h.step()),
-                            [&](RunBatch& m) { *m.add_histograms() = h; }));
-  }
-  for (const v1::Image& image : b.images()) {
-    TW_RETURN_IF_ERROR(take(image.ByteSizeLong(),
-                            "image " + image.name() + " at step " + std::to_string(image.step()),
-                            [&](RunBatch& m) { *m.add_images() = image; }));
-  }
-  for (const v1::Text& text : b.texts()) {
-    TW_RETURN_IF_ERROR(take(text.ByteSizeLong(),
-                            "text " + text.name() + " at step " + std::to_string(text.step()),
-                            [&](RunBatch& m) { *m.add_texts() = text; }));
-  }
+  TW_RETURN_IF_ERROR(
+      take_all(b.histograms(), "histogram", [](RunBatch& m) { return m.add_histograms(); }));
+  TW_RETURN_IF_ERROR(take_all(b.images(), "image", [](RunBatch& m) { return m.add_images(); }));
+  TW_RETURN_IF_ERROR(take_all(b.texts(), "text", [](RunBatch& m) { return m.add_texts(); }));
   flush_media();
 
   const int n = b.steps_size();
   if (n > 0) {
-    const double per_row = static_cast<double>(SizeIn(Rows(b, 0, n))) / n;
+    // The rows' share of the batch: what is left without its media, metadata and heartbeat.
+    const size_t rest =
+        SizeIn(b) - media_bytes - b.metadata().ByteSizeLong() - b.heartbeat().ByteSizeLong();
+    const double per_row = static_cast<double>(rest) / n;
     const int guess = std::max(1, static_cast<int>(0.9 * static_cast<double>(limit) / per_row));
     for (int from = 0; from < n;) {
       int to = std::min(n, from + guess);
@@ -116,7 +121,7 @@ Result<std::vector<RunBatch>> SplitBatch(const RunBatch& b, size_t limit) {
     if (b.has_metadata()) *tail.mutable_metadata() = b.metadata();
     if (b.has_heartbeat()) *tail.mutable_heartbeat() = b.heartbeat();
     if (SizeIn(tail) > limit) return TooLarge("the metadata" + of_run, SizeIn(tail), limit);
-    const size_t extra = SizeIn(tail) - SizeIn(Shell(b));
+    const size_t extra = SizeIn(tail) - shell_bytes;
     if (!pieces.empty() && SizeIn(pieces.back()) + extra <= limit) {
       if (b.has_metadata()) *pieces.back().mutable_metadata() = b.metadata();
       if (b.has_heartbeat()) *pieces.back().mutable_heartbeat() = b.heartbeat();

@@ -334,9 +334,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   std::function<bool(const std::string&, const std::string&)> owns_run;
   if (p->cluster) {
     owns_run = [node = p->cluster.get()](const std::string& project, const std::string& run) {
-      const std::vector<uint32_t> owned = node->OwnedPartitions();
-      return std::find(owned.begin(), owned.end(), node->PartitionOfRun(project, run)) !=
-             owned.end();
+      return node->OwnsRun(project, run);
     };
   }
   LivenessOptions liveness_options;
@@ -422,14 +420,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
                                                        std::move(alerting_file->reports));
   p->reporter->SetNotify(
       [outbox = p->outbox.get()](const notify::Notification& n) { return outbox->Enqueue(n); });
-  if (p->cluster) {
-    p->reporter->SetOwns(
-        [node = p->cluster.get()](const std::string& project, const std::string& run) {
-          const std::vector<uint32_t> owned = node->OwnedPartitions();
-          return std::find(owned.begin(), owned.end(), node->PartitionOfRun(project, run)) !=
-                 owned.end();
-        });
-  }
+  if (owns_run) p->reporter->SetOwns(owns_run);
   p->reporter->Start();
   p->engine->SetCommitListener(
       [live = p->live.get(), alerts = p->alerts.get(), reporter = p->reporter.get(),

@@ -14,6 +14,7 @@ cluster. Three Debian `nats-server` (JetStream R3) and three trainwatch nodes on
 
 Waits are on conditions (harness.wait_until) and the processes' own answers, never on time.
 """
+import contextlib
 import os
 import re
 import signal
@@ -106,17 +107,25 @@ def field(line, name):
     return m.group(1).strip('"')
 
 
-def test_a_fresh_node_installs_the_snapshot_and_applies_only_the_tail(tmp_path):
+@contextlib.contextmanager
+def written_cluster(tmp_path, pb, batches, expected):
+    """A cluster that snapshots only when asked (the test decides which snapshot is the newest),
+    with `batches` of every writer written through every node and applied on every node; yields it
+    and the stream's last sequence."""
     assert os.access(BIN, os.X_OK), "no trainwatch binary at %s (set TRAINWATCH_BIN)" % BIN
-    pb = ingest_pb.load()
-    expected = {}
-    # Snapshots only when asked: the test decides which one is the newest.
     with TrainwatchCluster(tmp_path, partitions=PARTITIONS, lease="3s",
                            node_args=["--cluster-snapshot-interval", "0"]) as c:
+        write(pb, c.nodes, batches, expected)
+        last = stream_state(c.nats[0].url, STREAM)["last_seq"]
+        wait_caught_up(c.nodes, last)
+        yield c, last
+
+
+def test_a_fresh_node_installs_the_snapshot_and_applies_only_the_tail(tmp_path):
+    pb = ingest_pb.load()
+    expected = {}
+    with written_cluster(tmp_path, pb, range(1, 5), expected) as (c, before):
         nodes = c.nodes
-        write(pb, nodes, range(1, 5), expected)
-        before = stream_state(c.nats[0].url, STREAM)["last_seq"]
-        wait_caught_up(nodes, before)
 
         r = nodes[1].post("/api/v1/cluster/snapshot", "")
         assert r.status == 200, r
@@ -207,15 +216,10 @@ def test_the_partition_0_owner_snapshots_on_its_interval_and_older_pieces_go(tmp
 def test_a_running_node_the_stream_left_behind_says_so_in_healthz(tmp_path):
     # A node stopped (SIGSTOP) while the stream drops what it has not applied (what max age does to
     # a node far behind) serves a store with a hole: /healthz says so until it is rebuilt.
-    assert os.access(BIN, os.X_OK), "no trainwatch binary at %s (set TRAINWATCH_BIN)" % BIN
     pb = ingest_pb.load()
     expected = {}
-    with TrainwatchCluster(tmp_path, partitions=PARTITIONS, lease="3s",
-                           node_args=["--cluster-snapshot-interval", "0"]) as c:
+    with written_cluster(tmp_path, pb, range(1, 3), expected) as (c, applied):
         nodes = c.nodes
-        write(pb, nodes, range(1, 3), expected)
-        applied = stream_state(c.nats[0].url, STREAM)["last_seq"]
-        wait_caught_up(nodes, applied)
         behind = nodes[2]
         os.kill(behind.proc.pid, signal.SIGSTOP)
         try:
